@@ -1,0 +1,1 @@
+"""ExecuTorch Python bindings backed by a header-only runtime (no ATen, no libtorch)."""

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Generates the kernel registration header and the pybind11 translation unit.
+
+Inputs: gen/ops/*.toml, one [[op]] table per operator:
+    name    = "aten::add.out"                       # the kernel key a KernelCall names
+    schema  = "(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)"
+    header  = "etrt/kernels/ops/arithmetic.h"       # where the kernel template lives
+    kernel  = "etrt::kernels::add_out"              # template <class Dtypes> Status f(KernelContext&, args...)
+    dtypes  = "real_types"                          # a named list from etrt/core/scalar_type.h, or a list of C++ types
+
+Outputs:
+    --kernels-header: etrt_generated/portable_kernels.h, a header a C++ user includes to get the portable kernel
+                      table (etrt::generated::portable_kernels()).
+    --module-tu:      the pybind11 module source; it instantiates the adapters once with that table.
+Adding an operator is one toml entry plus a kernel template; the generated files are never edited by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import sys
+import tomllib
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def split_top_level(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def parse_schema(schema: str) -> tuple[list[tuple[str, str, bool]], int]:
+    """Returns ([(type, name, mutable)], number of return slots) for "(args) -> returns"."""
+    m = re.match(r"^\s*(?:[\w:.]+)?\((.*)\)\s*->\s*(.*)$", schema.strip())
+    if not m:
+        raise SystemExit(f"cannot parse schema: {schema}")
+    args = []
+    for part in split_top_level(m.group(1)):
+        if part == "*":
+            continue
+        part = part.split("=")[0].strip()
+        typ, name = part.rsplit(" ", 1)
+        mutable = "!" in typ
+        typ = re.sub(r"\([^)]*\)", "", typ).replace(" ", "")
+        args.append((typ, name, mutable))
+    return args, 1  # one return slot, whatever the returns (several returns share a TensorList slot)
+
+
+CPP_KEYWORDS = {"default", "int", "float", "bool", "char", "template", "class", "out_"}
+
+
+def unpack(i: int, typ: str, name: str, mutable: bool) -> tuple[str, str]:
+    """(statement binding a local, the expression passed to the kernel)."""
+    var = f"a{i}"
+    ev = f"(*args[{i}])"
+    n = f'"{name}"'
+    base = re.sub(r"\[\d*\]", "[]", typ)
+    if base == "Tensor":
+        return f"ETRT_TRY(::etrt::Tensor* {var}, {ev}.to_tensor({n}));", f"*{var}"
+    if base == "Tensor?":
+        return f"ETRT_TRY(const ::etrt::Tensor* {var}, {ev}.to_optional_tensor({n}));", var
+    if base == "Tensor[]":
+        return f"ETRT_TRY(auto {var}, {ev}.to_tensor_list({n}));", var
+    if base == "Tensor?[]":
+        return f"ETRT_TRY(auto {var}, {ev}.to_optional_tensor_list({n}));", var
+    if base == "Scalar":
+        return f"ETRT_TRY(::etrt::Scalar {var}, {ev}.to_scalar({n}));", var
+    if base == "Scalar?":
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_scalar({ev}, {n}));", var
+    if base in ("int", "SymInt"):
+        return f"ETRT_TRY(int64_t {var}, {ev}.to_int({n}));", var
+    if base in ("int?", "SymInt?"):
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_int({ev}, {n}));", var
+    if base in ("int[]", "SymInt[]"):
+        return f"ETRT_TRY(auto {var}, {ev}.to_int_list({n}));", var
+    if base in ("int[]?", "SymInt[]?"):
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_int_list({ev}, {n}));", var
+    if base == "float":
+        return f"ETRT_TRY(double {var}, {ev}.to_double({n}));", var
+    if base == "float?":
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_double({ev}, {n}));", var
+    if base == "float[]":
+        return f"ETRT_TRY(auto {var}, {ev}.to_double_list({n}));", var
+    if base == "float[]?":
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_double_list({ev}, {n}));", var
+    if base == "bool":
+        return f"ETRT_TRY(bool {var}, {ev}.to_bool({n}));", var
+    if base == "bool?":
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_bool({ev}, {n}));", var
+    if base == "bool[]":
+        return f"ETRT_TRY(auto {var}, {ev}.to_bool_list({n}));", f"*{var}"
+    if base == "ScalarType":
+        return f"ETRT_TRY(::etrt::ScalarType {var}, ::etrt::args::scalar_type({ev}, {n}));", var
+    if base == "ScalarType?":
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_scalar_type({ev}, {n}));", var
+    if base == "str":
+        return f"ETRT_TRY(std::string_view {var}, {ev}.to_string({n}));", var
+    if base == "str?":
+        return f"ETRT_TRY(auto {var}, ::etrt::args::opt_string({ev}, {n}));", var
+    if base in ("MemoryFormat?", "MemoryFormat", "Layout?", "Device?", "Generator?", "bool?[]"):
+        return f"const ::etrt::EValue& {var} = {ev};", var
+    raise SystemExit(f"unsupported schema type '{typ}' for argument '{name}'")
+
+
+def load_ops() -> list[dict]:
+    ops = []
+    for path in sorted((HERE / "ops").glob("*.toml")):
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+        for op in data.get("op", []):
+            op["_file"] = path.name
+            ops.append(op)
+    names = [o["name"] for o in ops]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise SystemExit(f"operators registered twice: {sorted(dup)}")
+    return sorted(ops, key=lambda o: o["name"])
+
+
+def dtypes_expr(d) -> str:
+    if isinstance(d, str):
+        return f"::etrt::{d}"
+    return "::etrt::types<" + ", ".join(d) + ">"
+
+
+def ident(name: str) -> str:
+    return "k_" + re.sub(r"[^0-9A-Za-z]", "_", name)
+
+
+def kernels_header(ops: list[dict]) -> str:
+    headers = sorted({o["header"] for o in ops})
+    out = [
+        "// Generated by gen/generate.py from gen/ops/*.toml. Do not edit.",
+        "#pragma once",
+        "",
+        "#include <array>",
+        "#include <span>",
+        "",
+        '#include "etrt/kernels/arg_unpack.h"',
+        '#include "etrt/kernels/kernel.h"',
+    ]
+    out += [f'#include "{h}"' for h in headers]
+    out += ["", "namespace etrt::generated {", ""]
+    for op in ops:
+        args, nret = parse_schema(op["schema"])
+        out.append(f"// {op['name']}{op['schema']}")
+        out.append(f"inline ::etrt::Status {ident(op['name'])}(::etrt::KernelContext& ctx, "
+                   f"std::span<::etrt::EValue* const> args) {{")
+        out.append(f"  // The slot count ({len(args) + nret}) was checked when the method was loaded.")
+        call_args = []
+        for i, (typ, name, mutable) in enumerate(args):
+            stmt, expr = unpack(i, typ, name, mutable)
+            out.append("  " + stmt)
+            call_args.append(expr)
+        out.append(f"  return {op['kernel']}<{dtypes_expr(op['dtypes'])}>(ctx{''.join(', ' + a for a in call_args)});")
+        out.append("}")
+        out.append("")
+    out.append("/// Every portable kernel, sorted by name (the order _get_operator_names() reports).")
+    out.append("inline std::span<const ::etrt::KernelEntry> portable_kernels() {")
+    out.append(f"  static constexpr std::array<::etrt::KernelEntry, {len(ops)}> kTable{{{{")
+    for op in ops:
+        args, nret = parse_schema(op["schema"])
+        out.append(f"      {{\"{op['name']}\", {len(args) + nret}, &{ident(op['name'])}}},")
+    out.append("  }};")
+    out.append("  return kTable;")
+    out.append("}")
+    out.append("")
+    out.append("}  // namespace etrt::generated")
+    return "\n".join(out) + "\n"
+
+
+def module_tu(module_name: str) -> str:
+    return f"""// Generated by gen/generate.py. Do not edit.
+// The one translation unit that instantiates the Python adapters with the portable kernel table.
+#include "etrt_generated/portable_kernels.h"
+#include "etrt/adapters/module_def.h"
+
+PYBIND11_MODULE({module_name}, m) {{
+  ::etrt::python::define_module(m, ::etrt::generated::portable_kernels());
+}}
+"""
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kernels-header")
+    p.add_argument("--module-tu")
+    p.add_argument("--module-name", default="_C")
+    p.add_argument("--list", action="store_true", help="print the operator names")
+    a = p.parse_args()
+    ops = load_ops()
+    if a.list:
+        print("\n".join(o["name"] for o in ops))
+    if a.kernels_header:
+        path = pathlib.Path(a.kernels_header)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(kernels_header(ops))
+    if a.module_tu:
+        pathlib.Path(a.module_tu).write_text(module_tu(a.module_name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

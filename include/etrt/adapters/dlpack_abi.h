@@ -1,0 +1,48 @@
+// DLPack ABI: the system <dlpack/dlpack.h> for DLTensor / DLManagedTensor, plus the DLPack 1.0 versioned struct
+// when the installed header predates it (Debian ships 0.6). Field layout from the DLPack specification.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace etrt::dl {
+
+#ifdef DLPACK_MAJOR_VERSION
+using Version = DLPackVersion;
+using ManagedVersioned = DLManagedTensorVersioned;
+#else
+struct Version {
+  uint32_t major;
+  uint32_t minor;
+};
+struct ManagedVersioned {
+  Version version;
+  void* manager_ctx;
+  void (*deleter)(ManagedVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+#endif
+
+inline constexpr uint64_t kFlagReadOnly = 1ull << 0;
+inline constexpr uint64_t kFlagIsCopied = 1ull << 1;
+inline constexpr uint32_t kMajor = 1;
+inline constexpr uint32_t kMinor = 0;
+
+// Device type codes from the DLPack spec.
+inline constexpr int kCPU = 1;
+inline constexpr int kCUDA = 2;
+inline constexpr int kCUDAHost = 3;
+inline constexpr int kCUDAManaged = 13;
+
+// Frozen layouts: this file contains checks, not code, for the structs we exchange with other libraries.
+static_assert(sizeof(DLDevice) == 8);
+static_assert(offsetof(DLTensor, data) == 0 && offsetof(DLTensor, device) == 8 && offsetof(DLTensor, ndim) == 16);
+static_assert(offsetof(DLTensor, dtype) == 20 && offsetof(DLTensor, shape) == 24 && offsetof(DLTensor, strides) == 32);
+static_assert(offsetof(DLTensor, byte_offset) == 40 && sizeof(DLTensor) == 48);
+static_assert(offsetof(DLManagedTensor, dl_tensor) == 0 && sizeof(DLManagedTensor) == 64);
+static_assert(offsetof(ManagedVersioned, dl_tensor) == 32 && sizeof(ManagedVersioned) == 80);
+
+}  // namespace etrt::dl

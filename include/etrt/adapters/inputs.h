@@ -1,0 +1,283 @@
+// Input adapters: every Python input kind becomes one HostInput (an InputTensor view plus what keeps it alive), or a
+// scalar EValue. Detection is by protocol, in this order: our own ExecuTorchResult, torch-like tensors (data_ptr /
+// stride / dtype / device attributes), DLPack capsules, the buffer protocol, __dlpack__ producers, Python scalars.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "etrt/adapters/result.h"
+#include "etrt/method/method.h"
+
+namespace etrt::python {
+
+namespace py = pybind11;
+
+/// Raised for a bad input; the message names the method and input index.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Releases a consumed DLPack tensor when the input no longer needs it.
+struct DLPackHolder {
+  DLManagedTensor* legacy = nullptr;
+  dl::ManagedVersioned* versioned = nullptr;
+  ~DLPackHolder() {
+    if (legacy && legacy->deleter) legacy->deleter(legacy);
+    if (versioned && versioned->deleter) versioned->deleter(versioned);
+  }
+};
+
+struct HostInput {
+  bool is_tensor = false;
+  EValue scalar;
+  InputTensor tensor;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides_elems;
+  py::object keepalive;                    // the Python object whose memory `tensor` views
+  std::shared_ptr<DLPackHolder> dlpack;    // a consumed capsule
+  std::shared_ptr<Py_buffer> buffer;       // a held buffer view (released with the input)
+  std::string kind;                        // "numpy"/"buffer", "torch", "dlpack", "result" (for messages)
+};
+
+/// True when the strides describe a dense block (some permutation of a contiguous layout, no gaps or overlaps).
+inline bool is_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] != 1) dims.emplace_back(strides[i], sizes[i]);
+  }
+  std::sort(dims.begin(), dims.end(), [](auto a, auto b) { return a.first > b.first; });
+  int64_t expect = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    if (dims[k].first != expect) return false;
+    expect *= dims[k].second;
+  }
+  return true;
+}
+
+class InputConverter {
+ public:
+  InputConverter(std::string method, const MethodMeta& meta) : method_(std::move(method)), meta_(meta) {}
+
+  HostInput convert(py::handle obj, size_t index) const {
+    const ValueInfo* expected = index < meta_.inputs.size() ? &meta_.inputs[index] : nullptr;
+    HostInput in;
+    if (py::isinstance<ExecuTorchResult>(obj)) {
+      const auto& r = obj.cast<const ExecuTorchResult&>();
+      set_view(in, r.data(), r.dtype(), r.sizes(), r.strides_elems(), r.device(), !r.read_only(), "result", index);
+      in.keepalive = py::reinterpret_borrow<py::object>(obj);
+      return in;
+    }
+    if (is_torch_like(obj)) return from_torch(obj, index, expected);
+    if (PyCapsule_CheckExact(obj.ptr())) return from_capsule(obj, index);
+    if (PyObject_CheckBuffer(obj.ptr()) && !PyBytes_Check(obj.ptr()) && !PyUnicode_Check(obj.ptr()))
+      return from_buffer(obj, index, expected);
+    if (PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr())) return from_buffer(obj, index, expected);
+    if (py::hasattr(obj, "__dlpack__")) return from_dlpack_producer(obj, index);
+    if (obj.is_none()) return scalar(EValue());
+    if (PyBool_Check(obj.ptr())) return scalar(EValue(obj.cast<bool>()));
+    if (PyLong_Check(obj.ptr())) {
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+      if (overflow) throw error(index, "int does not fit in 64 bits");
+      return scalar(EValue(static_cast<int64_t>(v)));
+    }
+    if (PyFloat_Check(obj.ptr())) return scalar(EValue(obj.cast<double>()));
+    if (PyUnicode_Check(obj.ptr())) {
+      strings_.push_back(obj.cast<std::string>());
+      return scalar(EValue(std::string_view(strings_.back())));
+    }
+    throw error(index, cat("unsupported Python type ", std::string(py::str(py::type::handle_of(obj))),
+                           "; pass tensors, buffers, DLPack producers or scalars as a flat sequence"));
+  }
+
+  InputError error(size_t index, const std::string& what) const {
+    return InputError(cat("method '", method_, "': input ", index, ": ", what));
+  }
+
+ private:
+  static HostInput scalar(EValue v) {
+    HostInput in;
+    in.scalar = std::move(v);
+    return in;
+  }
+
+  void set_view(HostInput& in, const void* data, ScalarType dtype, std::span<const int64_t> sizes,
+                std::span<const int64_t> strides, Device device, bool writable, std::string kind, size_t index) const {
+    if (sizes.size() > static_cast<size_t>(kMaxDims)) throw error(index, cat("rank ", sizes.size(), " is too large"));
+    for (int64_t s : sizes)
+      if (s < 0) throw error(index, "negative size");
+    in.is_tensor = true;
+    in.sizes.assign(sizes.begin(), sizes.end());
+    in.strides_elems.assign(strides.begin(), strides.end());
+    if (!is_dense(in.sizes, in.strides_elems))
+      throw error(index, cat("the ", kind, " input ", numpy_name(dtype), shape_str(in.sizes), " with strides ",
+                             shape_str(in.strides_elems),
+                             " is not dense; pass a contiguous copy (e.g. numpy.ascontiguousarray)"));
+    in.tensor = InputTensor{data, dtype, in.sizes, in.strides_elems, device, writable};
+    in.kind = std::move(kind);
+  }
+
+  static bool is_torch_like(py::handle obj) {
+    return py::hasattr(obj, "data_ptr") && py::hasattr(obj, "stride") && py::hasattr(obj, "dtype") &&
+           py::hasattr(obj, "device") && py::hasattr(obj, "shape") && !py::isinstance<py::type>(obj);
+  }
+
+  HostInput from_torch(py::handle t, size_t index, const ValueInfo* expected) const {
+    py::object dev = t.attr("device");
+    const std::string dev_type = py::str(dev.attr("type"));
+    Device device{};
+    if (dev_type == "cuda") {
+      py::object idx = dev.attr("index");
+      device = Device{DeviceType::CUDA, static_cast<int8_t>(idx.is_none() ? 0 : idx.cast<int>())};
+    } else if (dev_type != "cpu") {
+      throw error(index, cat("tensor is on device ", std::string(py::str(dev)),
+                             "; only CPU and CUDA tensors can be passed to a method"));
+    }
+    const std::string dtype_name = py::str(t.attr("dtype"));
+    const auto dtype = from_torch_dtype_name(dtype_name);
+    if (!dtype) throw error(index, cat("unsupported torch dtype ", dtype_name));
+    py::object obj = py::reinterpret_borrow<py::object>(t);
+    auto read = [&](const py::object& o, std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+      sizes = py::cast<std::vector<int64_t>>(py::tuple(o.attr("shape")));
+      strides = py::cast<std::vector<int64_t>>(o.attr("stride")());
+    };
+    std::vector<int64_t> sizes, strides;
+    read(obj, sizes, strides);
+    // torch converts a tensor in another layout into the exported one, on the tensor's own device.
+    if (expected && expected->tensor && expected->tensor->dim_order.size() == sizes.size() &&
+        (!is_dense(sizes, strides) || !strides_match_dim_order(sizes, strides, expected->tensor->dim_order))) {
+      const auto& order = expected->tensor->dim_order;
+      py::list perm, inv(order.size());
+      for (size_t k = 0; k < order.size(); ++k) {
+        perm.append(static_cast<int>(order[k]));
+        inv[order[k]] = py::int_(k);
+      }
+      obj = obj.attr("permute")(*perm).attr("contiguous")().attr("permute")(*inv);
+      read(obj, sizes, strides);
+    }
+    const auto ptr = obj.attr("data_ptr")().cast<uintptr_t>();
+    HostInput in;
+    set_view(in, reinterpret_cast<const void*>(ptr), *dtype, sizes, strides, device, true, "torch", index);
+    in.keepalive = obj;
+    return in;
+  }
+
+  HostInput from_capsule(py::handle cap, size_t index) const {
+    const char* name = PyCapsule_GetName(cap.ptr());
+    const std::string n = name ? name : "";
+    if (n == "used_dltensor" || n == "used_dltensor_versioned")
+      throw error(index, "this DLPack capsule was already consumed; a capsule can be passed only once");
+    HostInput in;
+    auto holder = std::make_shared<DLPackHolder>();
+    const DLTensor* t = nullptr;
+    bool writable = true;
+    if (n == "dltensor") {
+      holder->legacy = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+      if (!holder->legacy) throw py::error_already_set();
+      t = &holder->legacy->dl_tensor;
+      PyCapsule_SetName(cap.ptr(), "used_dltensor");
+    } else if (n == "dltensor_versioned") {
+      holder->versioned = static_cast<dl::ManagedVersioned*>(PyCapsule_GetPointer(cap.ptr(), "dltensor_versioned"));
+      if (!holder->versioned) throw py::error_already_set();
+      if (holder->versioned->version.major > dl::kMajor) {
+        auto* v = holder->versioned;
+        holder->versioned = nullptr;  // a newer ABI: do not touch the rest of the struct; leave it to its owner
+        (void)v;
+        throw error(index, "DLPack capsule has an unsupported major version");
+      }
+      t = &holder->versioned->dl_tensor;
+      writable = (holder->versioned->flags & dl::kFlagReadOnly) == 0;
+      PyCapsule_SetName(cap.ptr(), "used_dltensor_versioned");
+    } else {
+      throw error(index, cat("unsupported capsule '", n, "'; expected a DLPack capsule"));
+    }
+    const auto dtype = from_dlpack_dtype(t->dtype);
+    if (!dtype)
+      throw error(index, cat("unsupported DLPack dtype (code ", static_cast<int>(t->dtype.code), ", bits ",
+                             static_cast<int>(t->dtype.bits), ", lanes ", t->dtype.lanes, ")"));
+    Device device{};
+    const int dt = static_cast<int>(t->device.device_type);
+    if (dt == dl::kCUDA || dt == dl::kCUDAManaged) {
+      device = Device{DeviceType::CUDA, static_cast<int8_t>(t->device.device_id)};
+    } else if (dt != dl::kCPU && dt != dl::kCUDAHost) {
+      throw error(index, cat("DLPack tensor is on device type ", dt, "; only CPU and CUDA are supported"));
+    }
+    if (t->ndim < 0 || t->ndim > kMaxDims) throw error(index, cat("DLPack tensor rank ", t->ndim, " is invalid"));
+    std::vector<int64_t> sizes(t->shape, t->shape + t->ndim), strides(static_cast<size_t>(t->ndim));
+    if (t->strides) {
+      std::copy(t->strides, t->strides + t->ndim, strides.begin());
+    } else {
+      int64_t s = 1;
+      for (int d = t->ndim; d-- > 0;) {
+        strides[d] = s;
+        s *= sizes[d];
+      }
+    }
+    set_view(in, static_cast<const uint8_t*>(t->data) + t->byte_offset, *dtype, sizes, strides, device, writable,
+             "DLPack", index);
+    in.dlpack = std::move(holder);
+    return in;
+  }
+
+  HostInput from_dlpack_producer(py::handle obj, size_t index) const {
+    py::object cap;
+    try {
+      cap = obj.attr("__dlpack__")(py::arg("max_version") = py::make_tuple(dl::kMajor, dl::kMinor));
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_TypeError)) throw;
+      cap = obj.attr("__dlpack__")();
+    }
+    HostInput in = from_capsule(cap, index);
+    in.keepalive = py::reinterpret_borrow<py::object>(obj);
+    return in;
+  }
+
+  HostInput from_buffer(py::handle obj, size_t index, const ValueInfo* expected) const {
+    auto view = std::shared_ptr<Py_buffer>(new Py_buffer{}, [](Py_buffer* b) {
+      if (b->obj) PyBuffer_Release(b);
+      delete b;
+    });
+    if (PyObject_GetBuffer(obj.ptr(), view.get(), PyBUF_RECORDS_RO) != 0) {
+      view->obj = nullptr;
+      PyErr_Clear();
+      throw error(index, cat("cannot read the buffer of ", std::string(py::str(py::type::handle_of(obj)))));
+    }
+    const std::string fmt = view->format ? view->format : "B";
+    auto dtype = parse_buffer_format(fmt, static_cast<size_t>(view->itemsize));
+    if (!dtype) throw error(index, cat("unsupported buffer format '", fmt, "' (itemsize ", view->itemsize, ")"));
+    std::vector<int64_t> sizes(view->shape, view->shape + view->ndim), strides(static_cast<size_t>(view->ndim));
+    for (int d = 0; d < view->ndim; ++d) {
+      if (view->strides[d] % view->itemsize != 0)
+        throw error(index, "buffer strides are not a multiple of the item size");
+      strides[d] = view->strides[d] / view->itemsize;
+    }
+    // Raw bytes for a bfloat16 input take the exported shape (NumPy has no bfloat16).
+    if (expected && expected->tensor && expected->tensor->dtype == ScalarType::BFloat16 &&
+        (*dtype == ScalarType::Byte || *dtype == ScalarType::UInt16) && PyBuffer_IsContiguous(view.get(), 'C') &&
+        static_cast<size_t>(view->len) == expected->tensor->nbytes()) {
+      dtype = ScalarType::BFloat16;
+      sizes = expected->tensor->sizes;
+      strides.assign(sizes.size(), 0);
+      strides_from_dim_order(sizes, expected->tensor->dim_order, strides);
+    }
+    HostInput in;
+    set_view(in, view->buf, *dtype, sizes, strides, Device{}, !view->readonly,
+             py::hasattr(obj, "__array_interface__") ? "numpy" : "buffer", index);
+    in.buffer = std::move(view);
+    in.keepalive = py::reinterpret_borrow<py::object>(obj);
+    return in;
+  }
+
+  std::string method_;
+  const MethodMeta& meta_;
+  mutable std::deque<std::string> strings_;    // storage for String inputs during the call
+};
+
+}  // namespace etrt::python

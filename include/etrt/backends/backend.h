@@ -1,0 +1,36 @@
+// Backends (delegates): a DelegateCall hands its arguments to the backend registered under the delegate's id.
+//
+// Registries are plain spans of entries passed to Method::load; there is no global registration (no static
+// constructors with side effects).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "etrt/core/evalue.h"
+
+namespace etrt {
+
+struct CompileSpec {
+  std::string_view key;
+  std::span<const uint8_t> value;
+};
+
+class BackendInterface {
+ public:
+  virtual ~BackendInterface() = default;
+  virtual bool is_available() const = 0;
+  /// Prepares a payload; the returned handle is passed to execute and released with the Method.
+  virtual Result<std::shared_ptr<void>> init(std::span<const uint8_t> payload,
+                                             std::span<const CompileSpec> compile_specs) const = 0;
+  /// Runs the delegate over its arguments (inputs then outputs, as the exporter ordered them).
+  virtual Status execute(void* handle, std::span<EValue* const> args) const = 0;
+};
+
+struct BackendEntry {
+  std::string_view name;
+  const BackendInterface* backend;
+};
+
+}  // namespace etrt

@@ -1,0 +1,62 @@
+// Copies between two layouts of the same logical shape, element by element in logical order.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <span>
+
+#include "etrt/core/tensor.h"
+
+namespace etrt {
+
+/// True when `strides_elems` are exactly what `dim_order` gives for `sizes` (dims of size 1 may have any stride).
+inline bool strides_match_dim_order(std::span<const int64_t> sizes, std::span<const int64_t> strides_elems,
+                                    std::span<const uint8_t> dim_order) {
+  std::array<int64_t, kMaxDims> expected{};
+  strides_from_dim_order(sizes, dim_order, std::span<int64_t>(expected.data(), sizes.size()));
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && strides_elems[d] != expected[d]) return false;
+  return true;
+}
+
+/// Copies `sizes` elements of `elem_size` bytes from a strided source to a strided destination (strides in
+/// elements). Both ranges must be valid for those strides.
+inline void copy_strided(void* dst, std::span<const int64_t> dst_strides, const void* src,
+                         std::span<const int64_t> src_strides, std::span<const int64_t> sizes, size_t elem_size) {
+  const int rank = static_cast<int>(sizes.size());
+  const int64_t numel = checked_numel(sizes);
+  if (numel <= 0) return;
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  if (rank == 0) {
+    std::memcpy(d, s, elem_size);
+    return;
+  }
+  std::array<int64_t, kMaxDims> idx{};
+  int64_t doff = 0, soff = 0;
+  const int last = rank - 1;
+  const int64_t inner = sizes[last], ds = dst_strides[last], ss = src_strides[last];
+  while (true) {
+    if (ds == 1 && ss == 1) {
+      std::memcpy(d + doff * static_cast<int64_t>(elem_size), s + soff * static_cast<int64_t>(elem_size),
+                  static_cast<size_t>(inner) * elem_size);
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        std::memcpy(d + (doff + i * ds) * static_cast<int64_t>(elem_size),
+                    s + (soff + i * ss) * static_cast<int64_t>(elem_size), elem_size);
+    }
+    int k = last - 1;
+    for (; k >= 0; --k) {
+      ++idx[k];
+      doff += dst_strides[k];
+      soff += src_strides[k];
+      if (idx[k] < sizes[k]) break;
+      doff -= dst_strides[k] * sizes[k];
+      soff -= src_strides[k] * sizes[k];
+      idx[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
+}  // namespace etrt

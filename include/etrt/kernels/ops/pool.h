@@ -1,0 +1,347 @@
+// 2-D pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d, upsample_nearest2d / bilinear2d.
+//
+// Note [pool planes]: inputs are [C, H, W] or [N, C, H, W] in any dim order; every (n, c) plane is pooled
+// independently with the plane's H and W strides, so NCHW and NHWC inputs both work. Per output column the valid
+// kernel range is computed once per call (a small table), so the inner loops carry no bounds checks.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "etrt/kernels/util/movement_util.h"
+
+namespace etrt::kernels {
+
+namespace pool_detail {
+
+struct Params {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+};
+
+inline Result<std::pair<int64_t, int64_t>> pair_arg(std::string_view op, std::string_view what,
+                                                    std::span<const int64_t> v, std::optional<int64_t> dflt_from_empty_a,
+                                                    std::optional<int64_t> dflt_from_empty_b) {
+  if (v.empty() && dflt_from_empty_a) return std::pair{*dflt_from_empty_a, *dflt_from_empty_b};
+  if (v.size() == 1) return std::pair{v[0], v[0]};
+  if (v.size() == 2) return std::pair{v[0], v[1]};
+  return fail(Error::InvalidArgument, op, ": ", what, " must have one or two values, got ", shape_str(v));
+}
+
+/// torch's pooling output size (pooling_output_shape).
+inline int64_t out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
+  const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t o = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (o - 1) * stride >= in + pad) --o;
+  return o;
+}
+
+struct Geometry {
+  int64_t N = 1, C, H, W, OH, OW;
+  bool batched;
+};
+
+inline Result<Geometry> geometry(std::string_view op, const Tensor& x, const Params& p, bool ceil_mode) {
+  if (x.dim() != 3 && x.dim() != 4)
+    return fail(Error::InvalidArgument, op, ": expected a 3-D or 4-D input, got ", x.describe());
+  if (p.kh <= 0 || p.kw <= 0 || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.ph < 0 || p.pw < 0)
+    return fail(Error::InvalidArgument, op, ": kernel, stride and dilation must be positive and padding non-negative");
+  if (p.ph > p.kh / 2 || p.pw > p.kw / 2)
+    return fail(Error::InvalidArgument, op, ": pad should be at most half of effective kernel size, got pad [", p.ph,
+                ", ", p.pw, "] for kernel [", p.kh, ", ", p.kw, "]");
+  Geometry g;
+  g.batched = x.dim() == 4;
+  const int o = g.batched ? 1 : 0;
+  g.N = g.batched ? x.size(0) : 1;
+  g.C = x.size(o);
+  g.H = x.size(o + 1);
+  g.W = x.size(o + 2);
+  g.OH = out_size(g.H, p.kh, p.ph, p.sh, p.dh, ceil_mode);
+  g.OW = out_size(g.W, p.kw, p.pw, p.sw, p.dw, ceil_mode);
+  if (g.OH <= 0 || g.OW <= 0 || g.H <= 0 || g.W <= 0)
+    return fail(Error::InvalidArgument, op, ": output size is too small for input ", x.describe(), " (computed ",
+                g.OH, "x", g.OW, ")");
+  return g;
+}
+
+inline std::array<int64_t, 4> out_shape(const Geometry& g, std::array<int64_t, 4>& buf, int& rank) {
+  rank = g.batched ? 4 : 3;
+  if (g.batched) buf = {g.N, g.C, g.OH, g.OW};
+  else buf = {g.C, g.OH, g.OW, 0};
+  return buf;
+}
+
+/// Strides of a pooled tensor as (n, c, h, w), n = 0 for 3-D.
+inline std::array<int64_t, 4> strides4(const Tensor& t) {
+  if (t.dim() == 4) return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
+  return {0, t.stride(0), t.stride(1), t.stride(2)};
+}
+
+/// Valid kernel tap range [k0, k1) for every output position along one axis.
+inline void tap_ranges(int64_t out, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, std::vector<int64_t>& k0,
+                       std::vector<int64_t>& k1) {
+  k0.resize(static_cast<size_t>(out));
+  k1.resize(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * s - p;
+    int64_t a = start < 0 ? (-start + d - 1) / d : 0;
+    int64_t b = (in - start + d - 1) / d;  // first tap at or past `in`
+    b = std::min(b, k);
+    if (b < a) b = a;
+    k0[o] = a;
+    k1[o] = b;
+  }
+}
+
+template <class C>
+inline bool greater_or_nan(C v, C best) {
+  if constexpr (std::is_floating_point_v<C>) return v > best || std::isnan(v);
+  else return v > best;
+}
+
+/// One plane of max pooling. Strides in elements; indices are h * W + w in the input plane.
+template <class T>
+inline void max_plane(const T* in, int64_t ihs, int64_t iws, T* out, int64_t ohs, int64_t ows, int64_t* idx,
+                      int64_t xhs, int64_t xws, int64_t W, const Params& p, int64_t OH, int64_t OW,
+                      const std::vector<int64_t>& h0, const std::vector<int64_t>& h1, const std::vector<int64_t>& w0,
+                      const std::vector<int64_t>& w1) {
+  using C = compute_t<T>;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t hs = oh * p.sh - p.ph;
+    const int64_t ka = h0[oh], kb = h1[oh];
+    T* orow = out + oh * ohs;
+    int64_t* xrow = idx + oh * xhs;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t ws = ow * p.sw - p.pw;
+      const int64_t ja = w0[ow], jb = w1[ow];
+      C best;
+      if constexpr (std::is_floating_point_v<C>) best = -std::numeric_limits<C>::infinity();
+      else best = std::numeric_limits<C>::lowest();
+      int64_t bi = (hs + ka * p.dh) * W + (ws + ja * p.dw);
+      for (int64_t kh = ka; kh < kb; ++kh) {
+        const int64_t ih = hs + kh * p.dh;
+        const T* row = in + ih * ihs;
+        for (int64_t kw = ja; kw < jb; ++kw) {
+          const int64_t iw = ws + kw * p.dw;
+          const C v = static_cast<C>(row[iw * iws]);
+          if (greater_or_nan(v, best)) {
+            best = v;
+            bi = ih * W + iw;
+          }
+        }
+      }
+      orow[ow * ows] = static_cast<T>(best);
+      xrow[ow * xws] = bi;
+    }
+  }
+}
+
+/// The common dense case (unit W strides, dilation 1, float), same semantics as max_plane. Interior output columns
+/// (whose window lies inside the row) are processed a kernel tap at a time across the whole output row, a loop
+/// GCC vectorizes; the per-output tap order (kh, then kw) is unchanged, so ties and NaNs resolve as in max_plane.
+inline void max_plane_f32_dense(const float* in, int64_t ihs, float* out, int64_t ohs, int64_t* idx, int64_t xhs,
+                                int64_t W, const Params& p, int64_t OH, int64_t OW, const std::vector<int64_t>& h0,
+                                const std::vector<int64_t>& h1, const std::vector<int64_t>& w0,
+                                const std::vector<int64_t>& w1) {
+  int64_t owa = 0, owb = OW;  // interior columns [owa, owb)
+  while (owa < OW && (w0[owa] != 0 || w1[owa] != p.kw)) ++owa;
+  owb = owa;
+  while (owb < OW && w0[owb] == 0 && w1[owb] == p.kw) ++owb;
+  const int64_t sw = p.sw;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t hs = oh * p.sh - p.ph;
+    const int64_t ka = h0[oh], kb = h1[oh];
+    float* __restrict orow = out + oh * ohs;
+    int64_t* __restrict xrow = idx + oh * xhs;
+    auto scalar_col = [&](int64_t ow) {
+      const int64_t ws = ow * p.sw - p.pw;
+      const int64_t ja = w0[ow], jb = w1[ow];
+      float best = -std::numeric_limits<float>::infinity();
+      int64_t bi = (hs + ka) * W + (ws + ja);
+      for (int64_t kh = ka; kh < kb; ++kh) {
+        const int64_t ih = hs + kh;
+        const float* row = in + ih * ihs;
+        for (int64_t iw = ws + ja; iw < ws + jb; ++iw) {
+          const float v = row[iw];
+          if (v > best || v != v) {
+            best = v;
+            bi = ih * W + iw;
+          }
+        }
+      }
+      orow[ow] = best;
+      xrow[ow] = bi;
+    };
+    for (int64_t ow = 0; ow < owa; ++ow) scalar_col(ow);
+    for (int64_t ow = owb; ow < OW; ++ow) scalar_col(ow);
+    if (owa >= owb) continue;
+    const int64_t first = (hs + ka) * W + (owa * sw - p.pw);
+    for (int64_t ow = owa; ow < owb; ++ow) {
+      orow[ow] = -std::numeric_limits<float>::infinity();
+      xrow[ow] = first + (ow - owa) * sw;
+    }
+    for (int64_t kh = ka; kh < kb; ++kh) {
+      const int64_t ih = hs + kh;
+      for (int64_t kw = 0; kw < p.kw; ++kw) {
+        const int64_t off = kw - p.pw;  // input column of output ow is ow * sw + off
+        const float* __restrict row = in + ih * ihs + off;
+        const int64_t ibase = ih * W + off;
+        for (int64_t ow = owa; ow < owb; ++ow) {
+          const float v = row[ow * sw];
+          const float b = orow[ow];
+          const bool take = v > b || v != v;
+          orow[ow] = take ? v : b;
+          xrow[ow] = take ? ibase + ow * sw : xrow[ow];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace pool_detail
+
+template <class Dtypes>
+Status max_pool2d_with_indices_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> kernel_size,
+                                   std::span<const int64_t> stride, std::span<const int64_t> padding,
+                                   std::span<const int64_t> dilation, bool ceil_mode, Tensor& out, Tensor& indices) {
+  constexpr std::string_view op = "max_pool2d_with_indices.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  if (indices.dtype() != ScalarType::Long)
+    return fail(Error::InvalidArgument, op, ": indices must be Long, got ", name(indices.dtype()));
+  ETRT_TRY(auto k, pool_detail::pair_arg(op, "kernel_size", kernel_size, std::nullopt, std::nullopt));
+  ETRT_TRY(auto s, pool_detail::pair_arg(op, "stride", stride, k.first, k.second));
+  ETRT_TRY(auto pd, pool_detail::pair_arg(op, "padding", padding, std::nullopt, std::nullopt));
+  ETRT_TRY(auto dl, pool_detail::pair_arg(op, "dilation", dilation, std::nullopt, std::nullopt));
+  const pool_detail::Params p{k.first, k.second, s.first, s.second, pd.first, pd.second, dl.first, dl.second};
+  ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
+  std::array<int64_t, 4> buf;
+  int rank;
+  pool_detail::out_shape(g, buf, rank);
+  ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(buf.data(), static_cast<size_t>(rank))));
+  ETRT_CHECK_OK(ctx.resize(op, indices, std::span<const int64_t>(buf.data(), static_cast<size_t>(rank))));
+  if (out.numel() == 0) return {};
+  std::vector<int64_t> h0, h1, w0, w1;
+  pool_detail::tap_ranges(g.OH, g.H, p.kh, p.sh, p.ph, p.dh, h0, h1);
+  pool_detail::tap_ranges(g.OW, g.W, p.kw, p.sw, p.pw, p.dw, w0, w1);
+  const auto is = pool_detail::strides4(self), os = pool_detail::strides4(out), xs = pool_detail::strides4(indices);
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    const T* in = self.data_as<T>();
+    T* o = out.data_as<T>();
+    int64_t* x = indices.data_as<int64_t>();
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.C; ++c) {
+        const T* ip = in + n * is[0] + c * is[1];
+        T* op_ = o + n * os[0] + c * os[1];
+        int64_t* xp = x + n * xs[0] + c * xs[1];
+        if constexpr (std::is_same_v<T, float>) {
+          if (is[3] == 1 && os[3] == 1 && xs[3] == 1 && p.dh == 1 && p.dw == 1) {
+            pool_detail::max_plane_f32_dense(ip, is[2], op_, os[2], xp, xs[2], g.W, p, g.OH, g.OW, h0, h1, w0, w1);
+            continue;
+          }
+        }
+        pool_detail::max_plane<T>(ip, is[2], is[3], op_, os[2], os[3], xp, xs[2], xs[3], g.W, p, g.OH, g.OW, h0, h1,
+                                  w0, w1);
+      }
+    return Status{};
+  });
+}
+
+template <class Dtypes>
+Status avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> kernel_size,
+                      std::span<const int64_t> stride, std::span<const int64_t> padding, bool ceil_mode,
+                      bool count_include_pad, std::optional<int64_t> divisor_override, Tensor& out) {
+  constexpr std::string_view op = "avg_pool2d.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  ETRT_TRY(auto k, pool_detail::pair_arg(op, "kernel_size", kernel_size, std::nullopt, std::nullopt));
+  ETRT_TRY(auto s, pool_detail::pair_arg(op, "stride", stride, k.first, k.second));
+  ETRT_TRY(auto pd, pool_detail::pair_arg(op, "padding", padding, std::nullopt, std::nullopt));
+  if (divisor_override && *divisor_override == 0)
+    return fail(Error::InvalidArgument, op, ": divisor_override must be non-zero");
+  const pool_detail::Params p{k.first, k.second, s.first, s.second, pd.first, pd.second, 1, 1};
+  ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
+  std::array<int64_t, 4> buf;
+  int rank;
+  pool_detail::out_shape(g, buf, rank);
+  ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(buf.data(), static_cast<size_t>(rank))));
+  if (out.numel() == 0) return {};
+  const auto is = pool_detail::strides4(self), os = pool_detail::strides4(out);
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    using C = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>, double>;
+    const T* in = self.data_as<T>();
+    T* o = out.data_as<T>();
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.C; ++c) {
+        const T* ip = in + n * is[0] + c * is[1];
+        T* op_ = o + n * os[0] + c * os[1];
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          int64_t hs = oh * p.sh - p.ph, he = std::min(hs + p.kh, g.H + p.ph);
+          const int64_t pool_h = he - hs;
+          hs = std::max<int64_t>(hs, 0);
+          he = std::min(he, g.H);
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            int64_t ws = ow * p.sw - p.pw, we = std::min(ws + p.kw, g.W + p.pw);
+            const int64_t pool_size = pool_h * (we - ws);
+            ws = std::max<int64_t>(ws, 0);
+            we = std::min(we, g.W);
+            C sum = 0;
+            for (int64_t ih = hs; ih < he; ++ih)
+              for (int64_t iw = ws; iw < we; ++iw) sum += static_cast<C>(ip[ih * is[2] + iw * is[3]]);
+            int64_t div;
+            if (divisor_override) div = *divisor_override;
+            else if (count_include_pad) div = pool_size;
+            else div = (he - hs) * (we - ws);
+            C v = div != 0 ? sum / static_cast<C>(div) : C(0);
+            if constexpr (std::is_integral_v<T>) op_[oh * os[2] + ow * os[3]] = static_cast<T>(static_cast<int64_t>(v));
+            else op_[oh * os[2] + ow * os[3]] = static_cast<T>(v);
+          }
+        }
+      }
+    return Status{};
+  });
+}
+
+template <class Dtypes>
+Status adaptive_avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> output_size,
+                               Tensor& out) {
+  constexpr std::string_view op = "_adaptive_avg_pool2d.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  ETRT_TRY(auto os2, pool_detail::pair_arg(op, "output_size", output_size, std::nullopt, std::nullopt));
+  if (self.dim() != 3 && self.dim() != 4)
+    return fail(Error::InvalidArgument, op, ": expected a 3-D or 4-D input, got ", self.describe());
+  if (os2.first < 0 || os2.second < 0)
+    return fail(Error::InvalidArgument, op, ": output_size must be non-negative, got ", shape_str(output_size));
+  const bool b = self.dim() == 4;
+  const int64_t N = b ? self.size(0) : 1, C = self.size(b), H = self.size(b + 1), W = self.size(b + 2);
+  if ((H == 0 || W == 0) && os2.first * os2.second > 0)
+    return fail(Error::InvalidArgument, op, ": empty spatial input ", self.describe());
+  const int64_t OH = os2.first, OW = os2.second;
+  std::array<int64_t, 4> buf = b ? std::array<int64_t, 4>{N, C, OH, OW} : std::array<int64_t, 4>{C, OH, OW, 0};
+  ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(buf.data(), b ? 4u : 3u)));
+  if (out.numel() == 0) return {};
+  const auto is = pool_detail::strides4(self), ost = pool_detail::strides4(out);
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    using A = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>, double>;
+    const T* in = self.data_as<T>();
+    T* o = out.data_as<T>();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        const T* ip = in + n * is[0] + c * is[1];
+        T* op_ = o + n * ost[0] + c * ost[1];
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const int64_t hs = (oh * H) / OH, he = ((oh + 1) * H + OH - 1) / OH;
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t ws = (ow * W) / OW, we = ((ow + 1) * W + OW - 1) / OW;
+            A sum = 0;
+            for (int64_t ih = hs; ih < he; ++ih)
+              for (int64_t iw = ws; iw < we; ++iw) sum += static_cast<A>(ip[ih * is[2] + iw * is[3]]);
+            const A v = sum / static_cast<A>((he - hs) * (we - ws));
+            if constexpr (std::is_integral_v<T>) op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(static_cast<int64_t>(v));
+            else op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(v);
+          }
+        }
+      }
+    return Status{};
+  });
+}
+
+}  // namespace etrt::kernels

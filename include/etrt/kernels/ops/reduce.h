@@ -1,0 +1,613 @@
+// Reductions: sum, mean, amax, amin, max/min (unary and dim), argmax, argmin, prod, any, var, var_mean, cumsum.
+//
+// Note [reduction plan]: the input's dims split into kept dims (walked in logical order, so outputs are written by
+// logical index whatever the layouts) and reduced dims (sorted by input stride and merged where contiguous, so a
+// dense reduction becomes one strided line per output). When the innermost kept dim is the input's stride-1 dim and
+// the reduced line is not, a "column" pass accumulates whole rows of outputs at once so the inner loop stays
+// contiguous. Floating sums accumulate in double (float blocks of 256 for float input), so 16M-element float sums
+// stay accurate to ~1e-7 relative.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "etrt/kernels/util/pointwise_util.h"
+
+namespace etrt::kernels {
+
+namespace detail {
+
+struct ReduceMask {
+  std::array<bool, kMaxDims> reduce{};
+  int count = 0;
+};
+
+/// Dims to reduce: `dims` None or empty means all dims; negative dims wrap; duplicates fail.
+inline Result<ReduceMask> reduce_mask(std::string_view op, int rank, std::optional<std::span<const int64_t>> dims) {
+  ReduceMask m;
+  if (!dims || dims->empty()) {
+    for (int d = 0; d < rank; ++d) m.reduce[d] = true;
+    m.count = rank;
+    return m;
+  }
+  for (int64_t v : *dims) {
+    ETRT_TRY(const int d, wrap_dim(op, v, rank));
+    if (rank == 0) continue;
+    if (m.reduce[d]) return fail(Error::InvalidArgument, op, ": dim ", d, " appears multiple times in the list of dims");
+    m.reduce[d] = true;
+    ++m.count;
+  }
+  return m;
+}
+
+/// The output shape of reducing `sizes` over `m`.
+inline Shape reduced_shape(std::span<const int64_t> sizes, const ReduceMask& m, bool keepdim) {
+  Shape s;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (!m.reduce[d]) s.sizes[s.rank++] = sizes[d];
+    else if (keepdim) s.sizes[s.rank++] = 1;
+  }
+  return s;
+}
+
+/// Note [reduction plan]
+struct ReducePlan {
+  Shape kept;
+  std::array<int64_t, kMaxDims> kin{}, kout{}, kout2{};
+  Shape outer;  // reduced dims other than the innermost line
+  std::array<int64_t, kMaxDims> rin{};
+  int64_t line_n = 1, line_s = 0;
+  int64_t count = 1;  // reduced elements per output
+};
+
+/// `out` (and `out2`, a second output of the same shape, if any) must already be resized to the reduced shape.
+inline ReducePlan make_plan(std::span<const int64_t> sizes, const std::array<int64_t, kMaxDims>& in_strides,
+                            const ReduceMask& m, bool keepdim, const Tensor& out, const Tensor* out2 = nullptr) {
+  struct D {
+    int64_t size, sin, sout, sout2;
+  };
+  ReducePlan p;
+  std::array<D, kMaxDims> kept{}, red{};
+  int nk = 0, nr = 0, od = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (m.reduce[d]) {
+      p.count *= sizes[d];
+      if (keepdim) ++od;
+      if (sizes[d] != 1) red[nr++] = {sizes[d], in_strides[d], 0, 0};
+    } else {
+      const int64_t so = out.stride(od), so2 = out2 ? out2->stride(od) : 0;
+      ++od;
+      if (sizes[d] != 1) kept[nk++] = {sizes[d], in_strides[d], so, so2};
+    }
+  }
+  // Merge kept dims that are contiguous in the input and in every output.
+  int w = 0;
+  for (int i = 0; i < nk; ++i) {
+    if (w > 0) {
+      D& prev = kept[w - 1];
+      const D& cur = kept[i];
+      if (prev.sin == cur.sin * cur.size && prev.sout == cur.sout * cur.size && prev.sout2 == cur.sout2 * cur.size) {
+        prev = {prev.size * cur.size, cur.sin, cur.sout, cur.sout2};
+        continue;
+      }
+    }
+    kept[w++] = kept[i];
+  }
+  nk = w;
+  // Reduced dims: order by input stride (largest first), then merge.
+  std::stable_sort(red.begin(), red.begin() + nr, [](const D& a, const D& b) { return a.sin > b.sin; });
+  w = 0;
+  for (int i = 0; i < nr; ++i) {
+    if (w > 0 && red[w - 1].sin == red[i].sin * red[i].size) {
+      red[w - 1] = {red[w - 1].size * red[i].size, red[i].sin, 0, 0};
+      continue;
+    }
+    red[w++] = red[i];
+  }
+  nr = w;
+  p.kept.rank = nk;
+  for (int i = 0; i < nk; ++i) {
+    p.kept.sizes[i] = kept[i].size;
+    p.kin[i] = kept[i].sin;
+    p.kout[i] = kept[i].sout;
+    p.kout2[i] = kept[i].sout2;
+  }
+  if (nr > 0) {
+    p.line_n = red[nr - 1].size;
+    p.line_s = red[nr - 1].sin;
+    p.outer.rank = nr - 1;
+    for (int i = 0; i < nr - 1; ++i) {
+      p.outer.sizes[i] = red[i].size;
+      p.rin[i] = red[i].sin;
+    }
+  }
+  if (p.count == 0) p.line_n = 0;
+  return p;
+}
+
+/// Runs a combinable reducer (Note [reduction plan]); outputs are stored as Out.
+template <class Out, class In, class R>
+void run_plan(const ReducePlan& p, const In* in, Out* out, const R& r) {
+  using A = typename R::Acc;
+  const int nk = p.kept.rank;
+  if (nk > 0 && p.kin[nk - 1] == 1 && p.line_s != 1 && p.count > 1) {
+    const int64_t K = p.kept.sizes[nk - 1];
+    const int64_t ks = p.kout[nk - 1];
+    Shape ko = p.kept;
+    ko.rank = nk - 1;
+    Shape rs = p.outer;
+    std::array<std::array<int64_t, kMaxDims>, 1> rst{p.rin};
+    rs.sizes[rs.rank] = p.line_n;
+    rst[0][rs.rank] = p.line_s;
+    ++rs.rank;
+    std::unique_ptr<A[]> acc = std::make_unique<A[]>(static_cast<size_t>(K));  // A may be bool
+    const std::array<std::array<int64_t, kMaxDims>, 2> kst{p.kin, p.kout};
+    for_each_offset<2>(ko, kst, [&](const std::array<int64_t, 2>& off) {
+      std::fill(acc.get(), acc.get() + K, r.init());
+      for_each_offset<1>(rs, rst, [&](const std::array<int64_t, 1>& roff) {
+        r.columns(acc.get(), in + off[0] + roff[0], K);
+      });
+      for (int64_t j = 0; j < K; ++j) out[off[1] + j * ks] = convert<Out>(r.finalize(acc[j]));
+    });
+    return;
+  }
+  const std::array<std::array<int64_t, kMaxDims>, 2> kst{p.kin, p.kout};
+  const std::array<std::array<int64_t, kMaxDims>, 1> rst{p.rin};
+  for_each_offset<2>(p.kept, kst, [&](const std::array<int64_t, 2>& off) {
+    A acc = r.init();
+    for_each_offset<1>(p.outer, rst, [&](const std::array<int64_t, 1>& roff) {
+      acc = r.combine(acc, r.line(in + off[0] + roff[0], p.line_n, p.line_s));
+    });
+    out[off[1]] = convert<Out>(r.finalize(acc));
+  });
+}
+
+/// Floating accumulation type: double for every floating dtype; int64 for integers and bool.
+template <class T>
+using sum_acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+
+template <class In>
+struct SumR {
+  using A = sum_acc_t<In>;
+  using Acc = A;
+  double scale = 1.0;  // mean: 1/count
+  bool is_mean = false;
+  A init() const { return A(0); }
+  A combine(A a, A b) const { return a + b; }
+  auto finalize(A a) const {
+    if constexpr (std::is_floating_point_v<A>) return is_mean ? a * scale : a;
+    else return a;
+  }
+  A line(const In* p, int64_t n, int64_t s) const {
+    if constexpr (std::is_same_v<In, float>) {
+      if (s == 1) {
+        constexpr int L = 16, B = 16;
+        double total = 0;
+        int64_t i = 0;
+        for (; i + L * B <= n; i += L * B) {
+          float lane[L] = {};
+          for (int b = 0; b < B; ++b)
+            for (int l = 0; l < L; ++l) lane[l] += p[i + b * L + l];
+          for (int h = L / 2; h > 0; h /= 2)
+            for (int l = 0; l < h; ++l) lane[l] += lane[l + h];
+          total += lane[0];
+        }
+        float tail = 0;
+        for (; i < n; ++i) tail += p[i];
+        return total + tail;
+      }
+    }
+    if constexpr (std::is_same_v<In, double>) {
+      if (s == 1) {
+        constexpr int L = 8;
+        double lane[L] = {};
+        int64_t i = 0;
+        for (; i + L <= n; i += L)
+          for (int l = 0; l < L; ++l) lane[l] += p[i + l];
+        double total = 0;
+        for (int l = 0; l < L; ++l) total += lane[l];
+        for (; i < n; ++i) total += p[i];
+        return total;
+      }
+    }
+    A total = 0;
+    for (int64_t i = 0; i < n; ++i) total += static_cast<A>(static_cast<compute_t<In>>(p[i * s]));
+    return total;
+  }
+  void columns(A* acc, const In* p, int64_t k) const {
+    for (int64_t j = 0; j < k; ++j) acc[j] += static_cast<A>(static_cast<compute_t<In>>(p[j]));
+  }
+};
+
+template <class In>
+struct ProdR {
+  using Acc = sum_acc_t<In>;
+  Acc init() const { return Acc(1); }
+  Acc combine(Acc a, Acc b) const { return a * b; }
+  Acc finalize(Acc a) const { return a; }
+  Acc line(const In* p, int64_t n, int64_t s) const {
+    Acc t = 1;
+    for (int64_t i = 0; i < n; ++i) t *= static_cast<Acc>(static_cast<compute_t<In>>(p[i * s]));
+    return t;
+  }
+  void columns(Acc* acc, const In* p, int64_t k) const {
+    for (int64_t j = 0; j < k; ++j) acc[j] *= static_cast<Acc>(static_cast<compute_t<In>>(p[j]));
+  }
+};
+
+/// max (IsMax) or min with NaN propagation.
+template <class In, bool IsMax>
+struct ExtremeR {
+  using Acc = compute_t<In>;
+  static Acc step(Acc a, Acc x) {
+    if constexpr (std::is_floating_point_v<Acc>) {
+      if (x != x) return x;
+    }
+    if constexpr (IsMax) return x > a ? x : a;
+    else return x < a ? x : a;
+  }
+  Acc init() const {
+    if constexpr (std::is_floating_point_v<Acc>)
+      return IsMax ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::infinity();
+    else
+      return IsMax ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
+  }
+  Acc combine(Acc a, Acc b) const { return step(a, b); }
+  Acc finalize(Acc a) const { return a; }
+  Acc line(const In* p, int64_t n, int64_t s) const {
+    Acc a = init();
+    for (int64_t i = 0; i < n; ++i) a = step(a, static_cast<Acc>(p[i * s]));
+    return a;
+  }
+  void columns(Acc* acc, const In* p, int64_t k) const {
+    for (int64_t j = 0; j < k; ++j) acc[j] = step(acc[j], static_cast<Acc>(p[j]));
+  }
+};
+
+template <class In>
+struct AnyR {
+  using Acc = bool;
+  Acc init() const { return false; }
+  Acc combine(Acc a, Acc b) const { return a || b; }
+  Acc finalize(Acc a) const { return a; }
+  Acc line(const In* p, int64_t n, int64_t s) const {
+    for (int64_t i = 0; i < n; ++i)
+      if (static_cast<compute_t<In>>(p[i * s]) != compute_t<In>(0)) return true;
+    return false;
+  }
+  void columns(Acc* acc, const In* p, int64_t k) const {
+    for (int64_t j = 0; j < k; ++j) acc[j] = acc[j] || (static_cast<compute_t<In>>(p[j]) != compute_t<In>(0));
+  }
+};
+
+/// Shared body of sum / mean / prod: compute in out's dtype, input converted to it.
+template <class Dtypes, template <class> class R>
+Status sum_like(std::string_view op, KernelContext& ctx, const Tensor& self,
+                std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<ScalarType> dtype,
+                Tensor& out, bool is_mean) {
+  if (dtype && *dtype != out.dtype())
+    return fail(Error::InvalidArgument, op, ": dtype argument ", name(*dtype), " does not match output dtype ",
+                name(out.dtype()));
+  if (is_mean && !is_floating(out.dtype()))
+    return fail(Error::InvalidArgument, op, ": output dtype must be floating, got ", name(out.dtype()));
+  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
+  const Shape os = reduced_shape(self.sizes(), m, keepdim);
+  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    if (out.numel() == 0) return {};
+    ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, self));
+    const ReducePlan p = make_plan(self.sizes(), in.strides, m, keepdim, out);
+    R<T> r;
+    if constexpr (requires { r.is_mean; }) {
+      r.is_mean = is_mean;
+      r.scale = p.count == 0 ? std::numeric_limits<double>::quiet_NaN() : 1.0 / static_cast<double>(p.count);
+    }
+    run_plan<T>(p, in.data, out.data_as<T>(), r);
+    return {};
+  });
+}
+
+template <class Dtypes, bool IsMax>
+Status extreme(std::string_view op, KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim,
+               bool keepdim, Tensor& out) {
+  if (out.dtype() != self.dtype())
+    return fail(Error::InvalidArgument, op, ": output dtype ", name(out.dtype()), " must equal input dtype ",
+                name(self.dtype()));
+  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
+  const Shape os = reduced_shape(self.sizes(), m, keepdim);
+  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    if (out.numel() == 0) return {};
+    const ReducePlan p = make_plan(self.sizes(), strides_array(self), m, keepdim, out);
+    if (p.count == 0)
+      return fail(Error::InvalidArgument, op, ": cannot reduce over a zero-size dimension of input shape ",
+                  shape_str(self.sizes()));
+    run_plan<T>(p, self.data_as<const T>(), out.data_as<T>(), ExtremeR<T, IsMax>{});
+    return {};
+  });
+}
+
+/// argmax/argmin along one line: the first extreme, or the first NaN.
+template <bool IsMax, class T>
+inline std::pair<compute_t<T>, int64_t> arg_line(const T* p, int64_t n, int64_t s) {
+  using C = compute_t<T>;
+  C best = static_cast<C>(p[0]);
+  int64_t bi = 0;
+  if constexpr (std::is_floating_point_v<C>) {
+    if (best != best) return {best, 0};
+  }
+  for (int64_t i = 1; i < n; ++i) {
+    const C v = static_cast<C>(p[i * s]);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (v != v) return {v, i};
+    }
+    if (IsMax ? v > best : v < best) {
+      best = v;
+      bi = i;
+    }
+  }
+  return {best, bi};
+}
+
+/// argmax/argmin/max.dim/min.dim. `values` may be null (arg* only). `dim` None reduces the flattened input.
+template <class Dtypes, bool IsMax>
+Status arg_extreme(std::string_view op, KernelContext& ctx, const Tensor& self, std::optional<int64_t> dim,
+                   bool keepdim, Tensor* values, Tensor& indices) {
+  if (indices.dtype() != ScalarType::Long)
+    return fail(Error::InvalidArgument, op, ": indices dtype must be Long, got ", name(indices.dtype()));
+  if (values && values->dtype() != self.dtype())
+    return fail(Error::InvalidArgument, op, ": values dtype ", name(values->dtype()), " must equal input dtype ",
+                name(self.dtype()));
+  ReduceMask m;
+  if (dim) {
+    ETRT_TRY(const int d, wrap_dim(op, *dim, self.dim()));
+    if (self.dim() > 0) {
+      m.reduce[d] = true;
+      m.count = 1;
+    }
+  } else {
+    for (int d = 0; d < self.dim(); ++d) m.reduce[d] = true;
+    m.count = self.dim();
+  }
+  const Shape os = reduced_shape(self.sizes(), m, keepdim);
+  ETRT_CHECK_OK(ctx.resize(op, indices, os.span()));
+  if (values) ETRT_CHECK_OK(ctx.resize(op, *values, os.span()));
+  return visit(self.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    if (indices.numel() == 0) return {};
+    if (self.numel() == 0)
+      return fail(Error::InvalidArgument, op, ": cannot reduce over a zero-size dimension of input shape ",
+                  shape_str(self.sizes()));
+    int64_t* io = indices.data_as<int64_t>();
+    T* vo = values ? values->data_as<T>() : nullptr;
+    if (!dim) {  // flattened, in logical (row-major) order
+      ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, self, /*force_contiguous=*/true));
+      const auto [v, i] = arg_line<IsMax>(in.data, self.numel(), 1);
+      io[0] = i;
+      if (vo) vo[0] = static_cast<T>(v);
+      return {};
+    }
+    const ReducePlan p = make_plan(self.sizes(), strides_array(self), m, keepdim, indices, values);
+    const std::array<std::array<int64_t, kMaxDims>, 3> kst{p.kin, p.kout, p.kout2};
+    const T* in = self.data_as<const T>();
+    for_each_offset<3>(p.kept, kst, [&](const std::array<int64_t, 3>& off) {
+      const auto [v, i] = arg_line<IsMax>(in + off[0], p.line_n, p.line_s);
+      io[off[1]] = i;
+      if (vo) vo[off[2]] = static_cast<T>(v);
+    });
+    return {};
+  });
+}
+
+/// var (and mean) with a correction, two passes in double per output.
+template <class Dtypes>
+Status var_impl(std::string_view op, KernelContext& ctx, const Tensor& self,
+                std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim,
+                Tensor& var_out, Tensor* mean_out) {
+  if (!is_floating(var_out.dtype()))
+    return fail(Error::InvalidArgument, op, ": output dtype must be floating, got ", name(var_out.dtype()));
+  if (mean_out && mean_out->dtype() != var_out.dtype())
+    return fail(Error::InvalidArgument, op, ": mean output dtype ", name(mean_out->dtype()),
+                " must equal the variance output dtype ", name(var_out.dtype()));
+  const double corr = correction ? correction->to_double() : 1.0;
+  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
+  const Shape os = reduced_shape(self.sizes(), m, keepdim);
+  ETRT_CHECK_OK(ctx.resize(op, var_out, os.span()));
+  if (mean_out) ETRT_CHECK_OK(ctx.resize(op, *mean_out, os.span()));
+  return visit(var_out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    if (var_out.numel() == 0) return {};
+    ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, self));
+    const ReducePlan p = make_plan(self.sizes(), in.strides, m, keepdim, var_out, mean_out);
+    const std::array<std::array<int64_t, kMaxDims>, 3> kst{p.kin, p.kout, p.kout2};
+    const std::array<std::array<int64_t, kMaxDims>, 1> rst{p.rin};
+    T* vo = var_out.data_as<T>();
+    T* mo = mean_out ? mean_out->data_as<T>() : nullptr;
+    const double n = static_cast<double>(p.count);
+    const double denom = std::max(0.0, n - corr);
+    const SumR<T> sum;
+    for_each_offset<3>(p.kept, kst, [&](const std::array<int64_t, 3>& off) {
+      const T* base = in.data + off[0];
+      double s = 0;
+      for_each_offset<1>(p.outer, rst, [&](const std::array<int64_t, 1>& r) {
+        s += static_cast<double>(sum.line(base + r[0], p.line_n, p.line_s));
+      });
+      const double mean = s / n;
+      double ss = 0;
+      for_each_offset<1>(p.outer, rst, [&](const std::array<int64_t, 1>& r) {
+        const T* q = base + r[0];
+        for (int64_t i = 0; i < p.line_n; ++i) {
+          const double dv = static_cast<double>(static_cast<compute_t<T>>(q[i * p.line_s])) - mean;
+          ss += dv * dv;
+        }
+      });
+      vo[off[1]] = convert<T>(ss / denom);
+      if (mo) mo[off[2]] = convert<T>(mean);
+    });
+    return {};
+  });
+}
+
+}  // namespace detail
+
+// ---- sum, mean, prod ---------------------------------------------------------------------------------------------
+
+template <class Dtypes>
+Status sum_intlist_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim,
+                       bool keepdim, std::optional<ScalarType> dtype, Tensor& out) {
+  return detail::sum_like<Dtypes, detail::SumR>("sum.IntList_out", ctx, self, dim, keepdim, dtype, out, false);
+}
+
+template <class Dtypes>
+Status mean_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim,
+                std::optional<ScalarType> dtype, Tensor& out) {
+  return detail::sum_like<Dtypes, detail::SumR>("mean.out", ctx, self, dim, keepdim, dtype, out, true);
+}
+
+template <class Dtypes>
+Status mean_dtype_out(KernelContext& ctx, const Tensor& self, std::optional<ScalarType> dtype, Tensor& out) {
+  return detail::sum_like<Dtypes, detail::SumR>("mean.dtype_out", ctx, self, std::nullopt, false, dtype, out, true);
+}
+
+template <class Dtypes>
+Status prod_out(KernelContext& ctx, const Tensor& self, std::optional<ScalarType> dtype, Tensor& out) {
+  return detail::sum_like<Dtypes, detail::ProdR>("prod.out", ctx, self, std::nullopt, false, dtype, out, false);
+}
+
+template <class Dtypes>
+Status prod_int_out(KernelContext& ctx, const Tensor& self, int64_t dim, bool keepdim,
+                    std::optional<ScalarType> dtype, Tensor& out) {
+  const int64_t dims[1] = {dim};
+  return detail::sum_like<Dtypes, detail::ProdR>("prod.int_out", ctx, self, std::span<const int64_t>(dims), keepdim,
+                                                 dtype, out, false);
+}
+
+// ---- amax, amin, max, min ----------------------------------------------------------------------------------------
+
+template <class Dtypes>
+Status amax_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
+  return detail::extreme<Dtypes, true>("amax.out", ctx, self, dim, keepdim, out);
+}
+template <class Dtypes>
+Status amin_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> dim, bool keepdim, Tensor& out) {
+  return detail::extreme<Dtypes, false>("amin.out", ctx, self, dim, keepdim, out);
+}
+template <class Dtypes>
+Status max_unary_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
+  return detail::extreme<Dtypes, true>("max.unary_out", ctx, self, std::nullopt, false, out);
+}
+template <class Dtypes>
+Status min_unary_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
+  return detail::extreme<Dtypes, false>("min.unary_out", ctx, self, std::nullopt, false, out);
+}
+
+template <class Dtypes>
+Status argmax_out(KernelContext& ctx, const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
+  return detail::arg_extreme<Dtypes, true>("argmax.out", ctx, self, dim, keepdim, nullptr, out);
+}
+template <class Dtypes>
+Status argmin_out(KernelContext& ctx, const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
+  return detail::arg_extreme<Dtypes, false>("argmin.out", ctx, self, dim, keepdim, nullptr, out);
+}
+/// max.dim_max(self, dim, keepdim, *, max, max_values): values then indices.
+template <class Dtypes>
+Status max_dim_max_out(KernelContext& ctx, const Tensor& self, int64_t dim, bool keepdim, Tensor& max,
+                       Tensor& max_values) {
+  return detail::arg_extreme<Dtypes, true>("max.dim_max", ctx, self, dim, keepdim, &max, max_values);
+}
+template <class Dtypes>
+Status min_dim_min_out(KernelContext& ctx, const Tensor& self, int64_t dim, bool keepdim, Tensor& min,
+                       Tensor& min_indices) {
+  return detail::arg_extreme<Dtypes, false>("min.dim_min", ctx, self, dim, keepdim, &min, min_indices);
+}
+
+// ---- any -----------------------------------------------------------------------------------------------------------
+
+namespace detail {
+template <class Dtypes>
+Status any_impl(std::string_view op, KernelContext& ctx, const Tensor& self,
+                std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out) {
+  if (out.dtype() != ScalarType::Bool && out.dtype() != ScalarType::Byte)
+    return fail(Error::InvalidArgument, op, ": output dtype must be Bool or Byte, got ", name(out.dtype()));
+  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
+  const Shape os = reduced_shape(self.sizes(), m, keepdim);
+  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  return visit(self.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    if (out.numel() == 0) return {};
+    const ReducePlan p = make_plan(self.sizes(), strides_array(self), m, keepdim, out);
+    if (out.dtype() == ScalarType::Bool)
+      run_plan<bool>(p, self.data_as<const T>(), out.data_as<bool>(), AnyR<T>{});
+    else
+      run_plan<uint8_t>(p, self.data_as<const T>(), out.data_as<uint8_t>(), AnyR<T>{});
+    return {};
+  });
+}
+}  // namespace detail
+
+template <class Dtypes>
+Status any_all_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
+  return detail::any_impl<Dtypes>("any.all_out", ctx, self, std::nullopt, false, out);
+}
+template <class Dtypes>
+Status any_out(KernelContext& ctx, const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
+  const int64_t dims[1] = {dim};
+  return detail::any_impl<Dtypes>("any.out", ctx, self, std::span<const int64_t>(dims), keepdim, out);
+}
+template <class Dtypes>
+Status any_dims_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim, bool keepdim,
+                    Tensor& out) {
+  return detail::any_impl<Dtypes>("any.dims_out", ctx, self, dim, keepdim, out);
+}
+
+// ---- var, var_mean -------------------------------------------------------------------------------------------------
+
+template <class Dtypes>
+Status var_correction_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim,
+                          const std::optional<Scalar>& correction, bool keepdim, Tensor& out) {
+  return detail::var_impl<Dtypes>("var.correction_out", ctx, self, dim, correction, keepdim, out, nullptr);
+}
+
+template <class Dtypes>
+Status var_mean_correction_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim,
+                               const std::optional<Scalar>& correction, bool keepdim, Tensor& out0, Tensor& out1) {
+  return detail::var_impl<Dtypes>("var_mean.correction_out", ctx, self, dim, correction, keepdim, out0, &out1);
+}
+
+// ---- cumsum --------------------------------------------------------------------------------------------------------
+
+template <class Dtypes>
+Status cumsum_out(KernelContext& ctx, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, Tensor& out) {
+  constexpr std::string_view op = "cumsum.out";
+  if (dtype && *dtype != out.dtype())
+    return fail(Error::InvalidArgument, op, ": dtype argument ", name(*dtype), " does not match output dtype ",
+                name(out.dtype()));
+  ETRT_TRY(const int d, wrap_dim(op, dim, self.dim()));
+  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    if (out.numel() == 0) return {};
+    ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, self));
+    using A = detail::sum_acc_t<T>;
+    T* o = out.data_as<T>();
+    if (self.dim() == 0) {
+      o[0] = in.data[0];
+      return {};
+    }
+    Shape walk = shape_of(self.sizes());
+    const int64_t n = walk.sizes[d];
+    walk.sizes[d] = 1;
+    const int64_t si = in.strides[d], so = out.stride(d);
+    const std::array<std::array<int64_t, kMaxDims>, 2> st{in.strides, strides_array(out)};
+    for_each_offset<2>(walk, st, [&](const std::array<int64_t, 2>& off) {
+      A acc = 0;
+      const T* p = in.data + off[0];
+      T* q = o + off[1];
+      for (int64_t i = 0; i < n; ++i) {
+        acc += static_cast<A>(static_cast<compute_t<T>>(p[i * si]));
+        q[i * so] = convert<T>(acc);
+      }
+    });
+    return {};
+  });
+}
+
+}  // namespace etrt::kernels

@@ -1,0 +1,305 @@
+// A blocked single-threaded GEMM: C = alpha * A * B + beta * C over arbitrary (row, column) element strides.
+//
+// Note [gemm blocking]: the classic three-level scheme. B is packed in KC x NC blocks into column panels of NR
+// (row-major within a panel), A in MC x KC blocks into row panels of MR; a micro-kernel multiplies one MR-panel by
+// one NR-panel into an MR x NR register tile. Panels are zero-padded to MR / NR, so the micro-kernel has no edge
+// cases; the driver adds alpha * tile into the valid part of C. beta is applied once before the product (beta == 0
+// overwrites C, so NaNs in C do not propagate, as BLAS and torch's addmm do).
+//
+// Note [gemm micro-kernel]: the micro-kernel is a plain triple loop over a fixed-size accumulator array; with the
+// trip counts constant GCC -O3 unrolls it and keeps the accumulators in vector registers. It is compiled several
+// times under function-level target attributes (AVX-512, AVX2+FMA, baseline) and picked once at runtime, so the
+// library gets wide vectors without requiring -march flags from its users.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+namespace etrt::kernels::gemm {
+
+/// A matrix operand: element (i, j) is at data[i * rs + j * cs].
+template <class T>
+struct MatRef {
+  const T* data;
+  int64_t rs;
+  int64_t cs;
+};
+
+namespace detail {
+
+template <class T, int MR, int NR, bool Fma>
+[[gnu::always_inline]] inline void micro_tile(int64_t kc, const T* __restrict a, const T* __restrict b,
+                                              T* __restrict out) {
+  T acc[MR * NR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    T bv[NR];  // one row of the B panel, reused by every row of the tile
+#pragma GCC unroll 64
+    for (int j = 0; j < NR; ++j) bv[j] = b[p * NR + j];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const T av = a[p * MR + i];
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) {
+        if constexpr (!Fma)
+          acc[i * NR + j] += av * bv[j];
+        else if constexpr (std::is_same_v<T, float>)
+          acc[i * NR + j] = __builtin_fmaf(av, bv[j], acc[i * NR + j]);
+        else
+          acc[i * NR + j] = __builtin_fma(av, bv[j], acc[i * NR + j]);
+      }
+    }
+  }
+  for (int i = 0; i < MR * NR; ++i) out[i] = acc[i];
+}
+
+using MicroF32 = void (*)(int64_t, const float*, const float*, float*);
+using MicroF64 = void (*)(int64_t, const double*, const double*, double*);
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ETRT_GEMM_X86 1
+[[gnu::target("avx512f")]] inline void micro_f32_avx512(int64_t kc, const float* a, const float* b, float* o) {
+  micro_tile<float, 8, 32, true>(kc, a, b, o);
+}
+[[gnu::target("avx2,fma")]] inline void micro_f32_avx2(int64_t kc, const float* a, const float* b, float* o) {
+  micro_tile<float, 6, 16, true>(kc, a, b, o);
+}
+[[gnu::target("avx512f")]] inline void micro_f64_avx512(int64_t kc, const double* a, const double* b, double* o) {
+  micro_tile<double, 8, 16, true>(kc, a, b, o);
+}
+[[gnu::target("avx2,fma")]] inline void micro_f64_avx2(int64_t kc, const double* a, const double* b, double* o) {
+  micro_tile<double, 6, 8, true>(kc, a, b, o);
+}
+#endif
+inline void micro_f32_base(int64_t kc, const float* a, const float* b, float* o) {
+  micro_tile<float, 4, 8, false>(kc, a, b, o);
+}
+inline void micro_f64_base(int64_t kc, const double* a, const double* b, double* o) {
+  micro_tile<double, 4, 4, false>(kc, a, b, o);
+}
+
+template <class T>
+struct Micro {
+  void (*fn)(int64_t, const T*, const T*, T*);
+  int mr;
+  int nr;
+};
+
+/// Tests set this to 0 or 1 to exercise the narrower micro-kernels (-1: use what the CPU has).
+inline int force_level = -1;
+
+/// 2 = AVX-512F, 1 = AVX2 + FMA, 0 = baseline; detected once.
+inline int cpu_level() {
+#ifdef ETRT_GEMM_X86
+  if (force_level >= 0) return force_level;
+  static const int level = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+    return 0;
+  }();
+  return level;
+#else
+  (void)force_level;
+  return 0;
+#endif
+}
+
+template <class T>
+inline Micro<T> pick_micro() {
+  const int level = cpu_level();
+  if constexpr (std::is_same_v<T, float>) {
+#ifdef ETRT_GEMM_X86
+    if (level == 2) return {&micro_f32_avx512, 8, 32};
+    if (level == 1) return {&micro_f32_avx2, 6, 16};
+#endif
+    (void)level;
+    return {&micro_f32_base, 4, 8};
+  } else {
+#ifdef ETRT_GEMM_X86
+    if (level == 2) return {&micro_f64_avx512, 8, 16};
+    if (level == 1) return {&micro_f64_avx2, 6, 8};
+#endif
+    (void)level;
+    return {&micro_f64_base, 4, 4};
+  }
+}
+
+/// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).
+template <class T>
+inline void pack_a(const T* a, int64_t rs, int64_t cs, int64_t mc, int64_t kc, int mr, T* dst) {
+  for (int64_t r0 = 0; r0 < mc; r0 += mr) {
+    const int64_t rows = std::min<int64_t>(mr, mc - r0);
+    if (cs == 1 && rows == mr) {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int i = 0; i < mr; ++i) dst[p * mr + i] = a[(r0 + i) * rs + p];
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        int64_t i = 0;
+        for (; i < rows; ++i) dst[p * mr + i] = a[(r0 + i) * rs + p * cs];
+        for (; i < mr; ++i) dst[p * mr + i] = T(0);
+      }
+    }
+    dst += kc * mr;
+  }
+}
+
+/// Packs rows [0, kc) x cols [0, nc) of B into NR-column panels: panel c holds b[p * NR + j] = B(p, c*NR + j).
+template <class T>
+inline void pack_b(const T* b, int64_t rs, int64_t cs, int64_t kc, int64_t nc, int nr, T* dst) {
+  for (int64_t c0 = 0; c0 < nc; c0 += nr) {
+    const int64_t cols = std::min<int64_t>(nr, nc - c0);
+    if (cs == 1 && cols == nr) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const T* src = b + p * rs + c0;
+        T* d = dst + p * nr;
+        for (int j = 0; j < nr; ++j) d[j] = src[j];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        int64_t j = 0;
+        for (; j < cols; ++j) dst[p * nr + j] = b[p * rs + (c0 + j) * cs];
+        for (; j < nr; ++j) dst[p * nr + j] = T(0);
+      }
+    }
+    dst += kc * nr;
+  }
+}
+
+template <class T>
+inline void scale_c(int64_t m, int64_t n, T beta, T* c, int64_t rsc, int64_t csc) {
+  if (beta == T(1)) return;
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = c + i * rsc;
+    if (beta == T(0)) {
+      for (int64_t j = 0; j < n; ++j) row[j * csc] = T(0);
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j * csc] *= beta;
+    }
+  }
+}
+
+/// Scratch buffers reused across calls on one thread (no allocation per call after the first).
+template <class T>
+struct Scratch {
+  std::unique_ptr<T[]> a, b;
+  size_t a_cap = 0, b_cap = 0;
+  T* get_a(size_t n) {
+    if (n > a_cap) { a.reset(new T[n]); a_cap = n; }
+    return a.get();
+  }
+  T* get_b(size_t n) {
+    if (n > b_cap) { b.reset(new T[n]); b_cap = n; }
+    return b.get();
+  }
+};
+
+template <class T>
+inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T> B, T* c, int64_t rsc,
+                    int64_t csc) {
+  const Micro<T> mk = pick_micro<T>();
+  constexpr int64_t KC = std::is_same_v<T, float> ? 384 : 256;
+  const int64_t MC = std::max<int64_t>(mk.mr, (std::is_same_v<T, float> ? 144 : 96) / mk.mr * mk.mr);
+  const int64_t NC = 4096 / mk.nr * mk.nr;
+  thread_local Scratch<T> scratch;
+  const int64_t nc_max = std::min(NC, (n + mk.nr - 1) / mk.nr * mk.nr);
+  const int64_t mc_max = std::min(MC, (m + mk.mr - 1) / mk.mr * mk.mr);
+  const int64_t kc_max = std::min(KC, k);
+  T* bpack = scratch.get_b(static_cast<size_t>(kc_max * nc_max));
+  T* apack = scratch.get_a(static_cast<size_t>(kc_max * mc_max));
+  alignas(64) T tile[16 * 32];
+  for (int64_t jc = 0; jc < n; jc += NC) {
+    const int64_t nc = std::min(NC, n - jc);
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = std::min(KC, k - pc);
+      pack_b(B.data + pc * B.rs + jc * B.cs, B.rs, B.cs, kc, nc, mk.nr, bpack);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = std::min(MC, m - ic);
+        pack_a(A.data + ic * A.rs + pc * A.cs, A.rs, A.cs, mc, kc, mk.mr, apack);
+        for (int64_t jr = 0; jr < nc; jr += mk.nr) {
+          const int64_t cols = std::min<int64_t>(mk.nr, nc - jr);
+          const T* bp = bpack + (jr / mk.nr) * kc * mk.nr;
+          for (int64_t ir = 0; ir < mc; ir += mk.mr) {
+            const int64_t rows = std::min<int64_t>(mk.mr, mc - ir);
+            mk.fn(kc, apack + (ir / mk.mr) * kc * mk.mr, bp, tile);
+            T* cblk = c + (ic + ir) * rsc + (jc + jr) * csc;
+            if (csc == 1) {
+              for (int64_t i = 0; i < rows; ++i) {
+                T* crow = cblk + i * rsc;
+                const T* trow = tile + i * mk.nr;
+                for (int64_t j = 0; j < cols; ++j) crow[j] += alpha * trow[j];
+              }
+            } else {
+              for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < cols; ++j) cblk[i * rsc + j * csc] += alpha * tile[i * mk.nr + j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The generic fallback: accumulates in Acc (e.g. float for Half, int64 for integers), i-p-j order so the inner
+/// loop runs along a row of B and C.
+template <class T, class Acc>
+inline void gemm_generic(int64_t m, int64_t n, int64_t k, Acc alpha, MatRef<T> A, MatRef<T> B, Acc beta, T* c,
+                         int64_t rsc, int64_t csc) {
+  std::vector<Acc> row(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), Acc(0));
+    for (int64_t p = 0; p < k; ++p) {
+      const Acc av = static_cast<Acc>(A.data[i * A.rs + p * A.cs]);
+      const T* brow = B.data + p * B.rs;
+      for (int64_t j = 0; j < n; ++j) row[j] += av * static_cast<Acc>(brow[j * B.cs]);
+    }
+    T* crow = c + i * rsc;
+    for (int64_t j = 0; j < n; ++j) {
+      Acc v = alpha * row[j];
+      if (beta != Acc(0)) v += beta * static_cast<Acc>(crow[j * csc]);
+      crow[j * csc] = static_cast<T>(v);
+    }
+  }
+}
+
+/// C(m x n) = alpha * A(m x k) * B(k x n) + beta * C, any strides (a transpose is swapped strides). C must not
+/// alias A or B. Single- and double-precision use the blocked kernel; other types the generic loop below.
+template <class T>
+inline void gemm(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T> B, T beta, T* c, int64_t rsc,
+                 int64_t csc) {
+  if (m <= 0 || n <= 0) return;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    detail::scale_c(m, n, beta, c, rsc, csc);
+    if (k <= 0 || alpha == T(0)) return;
+    // Tiny products are not worth packing.
+    if (m * n * k <= 4096) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          T s = T(0);
+          for (int64_t p = 0; p < k; ++p) s += A.data[i * A.rs + p * A.cs] * B.data[p * B.rs + j * B.cs];
+          c[i * rsc + j * csc] += alpha * s;
+        }
+      return;
+    }
+    detail::blocked(m, n, k, alpha, A, B, c, rsc, csc);
+  } else {
+    gemm_generic<T, T>(m, n, k, alpha, A, B, beta, c, rsc, csc);
+  }
+}
+
+/// BLAS-style convenience: row-major A (m x k, or k x m when trans_a) with leading dimension lda, likewise B.
+template <class T>
+inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                 const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const MatRef<T> A = trans_a ? MatRef<T>{a, 1, lda} : MatRef<T>{a, lda, 1};
+  const MatRef<T> B = trans_b ? MatRef<T>{b, 1, ldb} : MatRef<T>{b, ldb, 1};
+  gemm<T>(m, n, k, alpha, A, B, beta, c, ldc, 1);
+}
+
+}  // namespace etrt::kernels::gemm

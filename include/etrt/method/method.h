@@ -1,0 +1,678 @@
+// Method: one loaded ExecutionPlan: its value table, planned memory and instructions, ready to execute.
+//
+// Everything that depends only on the program is checked in Method::load (value indices, kernel names and slot
+// counts, jump targets, planned offsets); execute() relies on those checks (Note [checked at load]).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "etrt/backends/backend.h"
+#include "etrt/core/tensor_copy.h"
+#include "etrt/kernels/kernel.h"
+#include "etrt/method/memory_plan.h"
+#include "etrt/program/flat_tensor.h"
+#include "etrt/program/program.h"
+
+namespace etrt {
+
+/// Receives one event per executed instruction (for ETDump profiling).
+class InstructionObserver {
+ public:
+  virtual ~InstructionObserver() = default;
+  virtual void on_instruction(size_t index, std::string_view name, uint64_t start_ns, uint64_t end_ns) = 0;
+};
+
+struct LoadOptions {
+  std::span<const KernelEntry> kernels;          // sorted by name (the generated table is)
+  std::span<const BackendEntry> backends;
+  const FlatTensorData* data_map = nullptr;      // external tensors (.ptd); must outlive the Method
+};
+
+/// A caller's tensor handed to set_input: a host view with strides in elements.
+struct InputTensor {
+  const void* data = nullptr;
+  ScalarType dtype = ScalarType::Float;
+  std::span<const int64_t> sizes;
+  std::span<const int64_t> strides_elems;
+  Device device{};
+  bool writable = false;
+};
+
+/// What set_input did with a tensor: aliased the caller's memory, or copied it.
+enum class InputBinding : uint8_t { Copied, Aliased };
+
+inline constexpr size_t kMaxInstructionsPerExecute = 10'000'000;
+
+class Method {
+ public:
+  static Result<std::unique_ptr<Method>> load(std::shared_ptr<const Program> program, std::string_view name,
+                                              const LoadOptions& options);
+
+  const MethodMeta& meta() const { return meta_; }
+  const std::string& name() const { return meta_.name; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  const Program& program() const { return *program_; }
+
+  /// Binds input `index`. Planned inputs are copied into the arena; an unplanned input aliases the caller's memory
+  /// when it is a writable CPU tensor already in the exported layout, and is copied into method-owned storage
+  /// otherwise. The dtype, rank and shape must match (within the bounds of a dynamic shape).
+  Result<InputBinding> set_input(size_t index, const InputTensor& src);
+  /// Binds a non-tensor input. Scalars are specialised at export, so the value must equal the exported one.
+  Status set_input(size_t index, const EValue& value);
+
+  /// Gives an unplanned output its storage (`size_bytes` >= the output's upper-bound bytes).
+  Status set_output_data_ptr(size_t index, void* data, size_t size_bytes);
+  bool output_needs_storage(size_t index) const {
+    const EValue& v = *outputs_[index];
+    return v.is_tensor() && !meta_.outputs[index].tensor->is_memory_planned();
+  }
+
+  Status execute();
+  bool executed() const { return executed_; }
+
+  const EValue& output(size_t index) const { return *outputs_[index]; }
+  EValue& mutable_output(size_t index) { return *outputs_[index]; }
+  const EValue& input(size_t index) const { return *inputs_[index]; }
+  /// The tensor of a named mutable buffer (attribute) or a named constant.
+  Result<Tensor*> attribute(std::string_view fqn);
+  /// True when the output's storage is a program constant (read-only memory).
+  bool output_is_constant(size_t index) const {
+    const auto& t = meta_.outputs[index].tensor;
+    return t && t->is_constant();
+  }
+  bool value_is_constant(const Tensor* t) const;
+
+  void set_observer(InstructionObserver* o) { observer_ = o; }
+
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+
+ private:
+  Method() = default;
+
+  enum class Kind : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
+  struct Instruction {
+    Kind kind;
+    KernelFn fn = nullptr;
+    std::string_view op_name;
+    std::vector<EValue*> args;
+    uint32_t a = 0, b = 0;  // move from/to, jump cond/destination, free index, delegate index
+  };
+  struct Delegate {
+    const BackendInterface* backend = nullptr;
+    std::shared_ptr<void> handle;
+    std::string id;
+  };
+
+  Status load_values(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
+  Result<void*> resolve_tensor_data(const TensorMeta& m, size_t value_index, const LoadOptions& options);
+  Status load_instructions(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
+  Status load_delegates(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
+  Status run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx);
+  std::string where() const { return cat("method '", meta_.name, "'"); }
+
+  // Declared in dependency order: the program outlives the memory, which outlives the values that point into it.
+  std::shared_ptr<const Program> program_;
+  MethodMeta meta_;
+  PlannedMemory memory_;
+  std::vector<ArenaPtr> input_staging_;  // per input: storage for converted/copied unplanned inputs
+  std::vector<size_t> input_staging_size_;
+  std::vector<EValue> values_;
+  std::vector<const TensorMeta*> value_meta_;  // per value, null unless a tensor
+  std::vector<TensorMeta> tensor_metas_;
+  std::vector<EValue*> inputs_;
+  std::vector<EValue*> outputs_;
+  std::vector<bool> input_set_;
+  std::vector<Delegate> delegates_;
+  std::vector<Instruction> instructions_;
+  InstructionObserver* observer_ = nullptr;
+  bool executed_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+
+inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Program> program, std::string_view name,
+                                                    const LoadOptions& options) {
+  const Program::PlanRef* ref = program->find_plan(name);
+  if (!ref) return program->unknown_method(name);
+  auto m = std::unique_ptr<Method>(new Method());
+  m->program_ = std::move(program);
+  fb::Reader r(m->program_->flatbuffer(), "program");
+  const fb::Table plan = r.table_at(ref->table_pos, "ExecutionPlan");
+  if (!r.ok()) return r.take_failure();
+  ETRT_TRY(m->meta_, read_method_meta(plan, r));
+  ETRT_TRY(m->memory_, PlannedMemory::allocate(m->meta_.planned_buffer_sizes, m->meta_.planned_buffer_devices));
+  ETRT_CHECK_OK(m->load_values(plan, r, options));
+  ETRT_CHECK_OK(m->load_delegates(plan, r, options));
+  ETRT_CHECK_OK(m->load_instructions(plan, r, options));
+  return m;
+}
+
+inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi, const LoadOptions& options) {
+  const std::string at = cat(where(), " value ", vi);
+  const size_t nbytes = t.nbytes();
+  if (t.external) {
+    if (!options.data_map)
+      return fail(Error::NotFound, where(), ": tensor '", t.fqn,
+                  "' is stored in external data (.ptd); load the program with its data file (data_path)");
+    ETRT_TRY(const NamedBlob* blob, options.data_map->get(t.fqn));
+    if (blob->has_layout) {
+      if (blob->dtype != t.dtype || blob->sizes != t.sizes ||
+          (!blob->dim_order.empty() && blob->dim_order != t.dim_order))
+        return fail(Error::InvalidExternalData, where(), ": external tensor '", t.fqn, "' is ",
+                    numpy_name(blob->dtype), shape_str(blob->sizes), " in the data file, the program expects ",
+                    numpy_name(t.dtype), shape_str(t.sizes));
+    }
+    if (blob->bytes.size() != nbytes)
+      return fail(Error::InvalidExternalData, where(), ": external tensor '", t.fqn, "' has ", blob->bytes.size(),
+                  " bytes, expected ", nbytes);
+    if (!t.has_allocation) return const_cast<uint8_t*>(blob->bytes.data());
+    ETRT_TRY(uint8_t * dst, memory_.address(t.memory_id, t.memory_offset, nbytes));
+    if (nbytes) std::memcpy(dst, blob->bytes.data(), nbytes);
+    return static_cast<void*>(dst);
+  }
+  if (t.data_buffer_idx > 0 && !t.has_allocation) {
+    ETRT_TRY(const uint8_t* p, program_->constant_data(t.data_buffer_idx, nbytes));
+    return const_cast<uint8_t*>(p);
+  }
+  if (t.has_allocation) {
+    auto dst = memory_.address(t.memory_id, t.memory_offset, nbytes);
+    if (!dst) return fail(dst.error().code, at, ": ", dst.error().what);
+    if (t.data_buffer_idx > 0) {
+      ETRT_TRY(const uint8_t* init, program_->mutable_data(t.data_buffer_idx, nbytes));
+      if (nbytes) std::memcpy(*dst, init, nbytes);
+    }
+    return static_cast<void*>(*dst);
+  }
+  return static_cast<void*>(nullptr);
+}
+
+inline Status Method::load_values(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options) {
+  using V = pte::ValueTag;
+  const auto values = plan.tables(pte::plan::values, "ExecutionPlan.values");
+  if (!r.ok()) return r.take_failure();
+  const uint32_t n = values.size();
+  values_.resize(n);
+  value_meta_.assign(n, nullptr);
+  tensor_metas_.reserve(n);
+  std::vector<uint8_t> tags(n);
+  // Pass 1: scalars and tensors. Pass 2: lists, which refer to other values by index.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::Table ev = values.at(i);
+      const uint8_t tag = pass == 0 ? ev.scalar<uint8_t>(pte::evalue::val_type, 0, "EValue.val_type") : tags[i];
+      tags[i] = tag;
+      const fb::Table val = ev.table(pte::evalue::val, "EValue.val");
+      if (!r.ok()) return r.take_failure();
+      const std::string at = cat(where(), " value ", i);
+      const auto item_index = [&](int64_t idx) -> Result<uint32_t> {
+        if (idx < 0 || idx >= static_cast<int64_t>(n))
+          return fail(Error::InvalidProgram, at, ": list item index ", idx, " out of range (", n, " values)");
+        return static_cast<uint32_t>(idx);
+      };
+      const bool is_list = tag == uint8_t(V::IntList) || tag == uint8_t(V::TensorList) ||
+                           tag == uint8_t(V::OptionalTensorList);
+      if ((pass == 0) == is_list) continue;
+      if (tag != uint8_t(V::Null) && !val.present())
+        return fail(Error::InvalidProgram, at, ": value of type tag ", static_cast<int>(tag), " has no table");
+      switch (static_cast<V>(tag)) {
+        case V::Null: values_[i] = EValue(); break;
+        case V::Int: values_[i] = EValue(val.scalar<int64_t>(0, 0, "Int.int_val")); break;
+        case V::Bool: values_[i] = EValue(val.scalar<uint8_t>(0, 0, "Bool.bool_val") != 0); break;
+        case V::Double: values_[i] = EValue(val.scalar<double>(0, 0.0, "Double.double_val")); break;
+        case V::String: values_[i] = EValue(val.string(0, "String.string_val")); break;
+        case V::DoubleList: {
+          const auto items = val.vector<double>(0, "DoubleList.items");
+          std::vector<double> v(items.size());
+          for (uint32_t k = 0; k < items.size(); ++k) v[k] = items[k];
+          values_[i] = EValue(EValue::Storage(std::move(v)));
+          break;
+        }
+        case V::BoolList: {
+          const auto items = val.vector<uint8_t>(0, "BoolList.items");
+          std::vector<bool> v(items.size());
+          for (uint32_t k = 0; k < items.size(); ++k) v[k] = items[k] != 0;
+          values_[i] = EValue(EValue::Storage(std::move(v)));
+          break;
+        }
+        case V::Tensor: {
+          ETRT_TRY(TensorMeta meta, parse_tensor_meta(val, r, at));
+          ETRT_TRY(void* data, resolve_tensor_data(meta, i, options));
+          ETRT_TRY(Tensor t, Tensor::make(meta.dtype, meta.sizes, meta.dim_order, data, meta.dynamism, meta.device));
+          tensor_metas_.push_back(std::move(meta));
+          value_meta_[i] = &tensor_metas_.back();
+          values_[i] = EValue(std::move(t));
+          break;
+        }
+        case V::IntList: {
+          const auto items = val.vector<int64_t>(0, "IntList.items");
+          IntList l;
+          for (uint32_t k = 0; k < items.size(); ++k) {
+            ETRT_TRY(uint32_t idx, item_index(items[k]));
+            l.items.push_back(&values_[idx]);
+          }
+          l.cache.resize(l.items.size());
+          values_[i] = EValue(EValue::Storage(std::move(l)));
+          break;
+        }
+        case V::TensorList:
+        case V::OptionalTensorList: {
+          const auto items = val.vector<int32_t>(0, "TensorList.items");
+          std::vector<Tensor*> ptrs;
+          for (uint32_t k = 0; k < items.size(); ++k) {
+            if (tag == uint8_t(V::OptionalTensorList) && items[k] == -1) {
+              ptrs.push_back(nullptr);
+              continue;
+            }
+            ETRT_TRY(uint32_t idx, item_index(items[k]));
+            if (!values_[idx].is_tensor())
+              return fail(Error::InvalidProgram, at, ": tensor list item ", k, " (value ", idx, ") is not a tensor");
+            ptrs.push_back(&values_[idx].tensor_unchecked());
+          }
+          if (tag == uint8_t(V::TensorList))
+            values_[i] = EValue(EValue::Storage(TensorList{std::move(ptrs)}));
+          else
+            values_[i] = EValue(EValue::Storage(OptionalTensorList{std::move(ptrs)}));
+          break;
+        }
+        default:
+          return fail(Error::InvalidProgram, at, ": invalid value type tag ", static_cast<int>(tag));
+      }
+      if (!r.ok()) return r.take_failure();
+    }
+  }
+  const auto in = plan.vector<int32_t>(pte::plan::inputs, "ExecutionPlan.inputs");
+  const auto out = plan.vector<int32_t>(pte::plan::outputs, "ExecutionPlan.outputs");
+  for (uint32_t i = 0; i < in.size(); ++i) inputs_.push_back(&values_[static_cast<uint32_t>(in[i])]);  // checked in meta
+  for (uint32_t i = 0; i < out.size(); ++i) outputs_.push_back(&values_[static_cast<uint32_t>(out[i])]);
+  input_set_.assign(inputs_.size(), false);
+  input_staging_.resize(inputs_.size());
+  input_staging_size_.assign(inputs_.size(), 0);
+  // Non-tensor inputs carry their exported value already.
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!inputs_[i]->is_tensor()) input_set_[i] = true;
+  return {};
+}
+
+inline Status Method::load_delegates(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options) {
+  const auto delegates = plan.tables(pte::plan::delegates, "ExecutionPlan.delegates");
+  for (uint32_t i = 0; i < delegates.size(); ++i) {
+    const fb::Table d = delegates.at(i);
+    const std::string_view id = d.string(pte::backend_delegate::id, "BackendDelegate.id");
+    const fb::Table processed = d.table(pte::backend_delegate::processed, "BackendDelegate.processed");
+    const int loc = processed.scalar<int8_t>(pte::data_ref::location, 0, "location");
+    const uint32_t index = processed.scalar<uint32_t>(pte::data_ref::index, 0, "index");
+    const auto specs_t = d.tables(pte::backend_delegate::compile_specs, "BackendDelegate.compile_specs");
+    std::vector<CompileSpec> specs;
+    for (uint32_t k = 0; k < specs_t.size(); ++k) {
+      const fb::Table s = specs_t.at(k);
+      const auto v = s.vector<uint8_t>(pte::compile_spec::value, "CompileSpec.value");
+      specs.push_back({s.string(pte::compile_spec::key, "CompileSpec.key"), {v.bytes(), v.size()}});
+    }
+    if (!r.ok()) return r.take_failure();
+    const BackendInterface* backend = nullptr;
+    for (const auto& e : options.backends)
+      if (e.name == id) backend = e.backend;
+    if (!backend) {
+      std::string known;
+      for (const auto& e : options.backends) known += cat(known.empty() ? "" : ", ", e.name);
+      return fail(Error::NotFound, where(), " uses backend '", id, "', which is not registered (registered: ",
+                  known.empty() ? std::string("none") : known, ")");
+    }
+    if (!backend->is_available())
+      return fail(Error::NotFound, where(), ": backend '", id, "' is registered but not available on this machine");
+    std::span<const uint8_t> payload;
+    if (loc == 0) {
+      ETRT_TRY(payload, program_->inline_delegate_data(index));
+    } else if (loc == 1) {
+      ETRT_TRY(payload, program_->segment(index));
+    } else {
+      return fail(Error::InvalidProgram, where(), ": delegate ", i, " has invalid data location ", loc);
+    }
+    auto handle = backend->init(payload, specs);
+    if (!handle) return fail(handle.error().code, where(), ": backend '", id, "' init failed: ", handle.error().what);
+    delegates_.push_back({backend, std::move(*handle), std::string(id)});
+  }
+  return {};
+}
+
+inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options) {
+  using I = pte::InstrTag;
+  bool has_chains = false;
+  const auto chains = plan.tables(pte::plan::chains, "ExecutionPlan.chains", &has_chains);
+  const auto ops = plan.tables(pte::plan::operators, "ExecutionPlan.operators");
+  if (!r.ok()) return r.take_failure();
+  // Resolve every operator once; report all missing ones together.
+  std::vector<const KernelEntry*> op_entries(ops.size(), nullptr);
+  std::vector<std::string> op_names(ops.size());
+  std::string missing;
+  for (uint32_t k = 0; k < ops.size(); ++k) {
+    const fb::Table op = ops.at(k);
+    std::string key(op.string(pte::op::name, "Operator.name"));
+    const std::string_view overload = op.string(pte::op::overload, "Operator.overload");
+    if (!overload.empty()) key += cat(".", overload);
+    if (!r.ok()) return r.take_failure();
+    const auto it = std::lower_bound(options.kernels.begin(), options.kernels.end(), key,
+                                     [](const KernelEntry& e, const std::string& k) { return e.name < k; });
+    if (it != options.kernels.end() && it->name == key) op_entries[k] = &*it;
+    op_names[k] = key;
+  }
+  size_t base = 0;
+  std::vector<size_t> chain_sizes;
+  for (uint32_t c = 0; c < chains.size(); ++c) chain_sizes.push_back(chains.at(c).tables(pte::chain::instructions, "Chain.instructions").size());
+  size_t total = 0;
+  for (size_t s : chain_sizes) total += s;
+  const auto value_index = [&](int64_t idx, std::string_view at) -> Result<EValue*> {
+    if (idx < 0 || idx >= static_cast<int64_t>(values_.size()))
+      return fail(Error::InvalidProgram, at, ": value index ", idx, " out of range (", values_.size(), " values)");
+    return &values_[static_cast<size_t>(idx)];
+  };
+  std::vector<bool> op_used(ops.size(), false);
+  for (uint32_t c = 0; c < chains.size(); ++c) {
+    const auto instrs = chains.at(c).tables(pte::chain::instructions, "Chain.instructions");
+    for (uint32_t k = 0; k < instrs.size(); ++k) {
+      const size_t pc = base + k;
+      const std::string at = cat(where(), " instruction ", pc);
+      const fb::Table ins = instrs.at(k);
+      const uint8_t tag = ins.scalar<uint8_t>(pte::instruction::instr_args_type, 0, "Instruction.instr_args_type");
+      const fb::Table a = ins.table(pte::instruction::instr_args, "Instruction.instr_args");
+      if (!r.ok()) return r.take_failure();
+      if (!a.present() && tag != 0) return fail(Error::InvalidProgram, at, ": instruction arguments missing");
+      Instruction out{};
+      switch (static_cast<I>(tag)) {
+        case I::KernelCall: {
+          const int32_t op = a.scalar<int32_t>(pte::kernel_call::op_index, 0, "KernelCall.op_index");
+          bool has_args = false;
+          const auto args = a.vector<int32_t>(pte::kernel_call::args, "KernelCall.args", &has_args);
+          if (!r.ok()) return r.take_failure();
+          if (op < 0 || static_cast<uint32_t>(op) >= ops.size())
+            return fail(Error::InvalidProgram, at, ": operator index ", op, " out of range (", ops.size(), ")");
+          if (!has_args) return fail(Error::InvalidProgram, at, ": KernelCall without args");
+          op_used[op] = true;
+          out.kind = Kind::Kernel;
+          out.op_name = op_entries[op] ? op_entries[op]->name : std::string_view();
+          for (uint32_t j = 0; j < args.size(); ++j) {
+            ETRT_TRY(EValue * v, value_index(args[j], at));
+            out.args.push_back(v);
+          }
+          if (op_entries[op]) {
+            out.fn = op_entries[op]->fn;
+            if (static_cast<int>(args.size()) != op_entries[op]->num_slots)
+              return fail(Error::InvalidProgram, at, ": ", op_names[op], " takes ", op_entries[op]->num_slots,
+                          " argument slots (schema arguments + 1 return), the program passes ", args.size());
+          }
+          break;
+        }
+        case I::DelegateCall: {
+          const int32_t di = a.scalar<int32_t>(pte::delegate_call::delegate_index, 0, "DelegateCall.delegate_index");
+          const auto args = a.vector<int32_t>(pte::delegate_call::args, "DelegateCall.args");
+          if (!r.ok()) return r.take_failure();
+          if (di < 0 || static_cast<size_t>(di) >= delegates_.size())
+            return fail(Error::InvalidProgram, at, ": delegate index ", di, " out of range (", delegates_.size(), ")");
+          out.kind = Kind::Delegate;
+          out.a = static_cast<uint32_t>(di);
+          out.op_name = delegates_[di].id;
+          for (uint32_t j = 0; j < args.size(); ++j) {
+            ETRT_TRY(EValue * v, value_index(args[j], at));
+            out.args.push_back(v);
+          }
+          break;
+        }
+        case I::MoveCall: {
+          out.kind = Kind::Move;
+          const int32_t from = a.scalar<int32_t>(pte::move_call::move_from, 0, "MoveCall.move_from");
+          const int32_t to = a.scalar<int32_t>(pte::move_call::move_to, 0, "MoveCall.move_to");
+          ETRT_CHECK_OK(value_index(from, at));
+          ETRT_CHECK_OK(value_index(to, at));
+          out.a = static_cast<uint32_t>(from);
+          out.b = static_cast<uint32_t>(to);
+          out.op_name = "MoveCall";
+          break;
+        }
+        case I::JumpFalseCall: {
+          out.kind = Kind::JumpFalse;
+          const int32_t cond = a.scalar<int32_t>(pte::jump_false_call::cond_value_index, 0, "cond_value_index");
+          const int32_t dest = a.scalar<int32_t>(pte::jump_false_call::destination_instruction, 0, "destination");
+          ETRT_CHECK_OK(value_index(cond, at));
+          // Checked here, unlike upstream, so a bad target is a load error rather than a mid-run Internal error.
+          if (dest < 0 || static_cast<size_t>(dest) > chain_sizes[c])
+            return fail(Error::InvalidProgram, at, ": jump destination ", dest, " out of range (", chain_sizes[c],
+                        " instructions)");
+          out.a = static_cast<uint32_t>(cond);
+          out.b = static_cast<uint32_t>(base + dest);
+          out.op_name = "JumpFalseCall";
+          break;
+        }
+        case I::FreeCall: {
+          out.kind = Kind::Free;
+          const int32_t vi = a.scalar<int32_t>(pte::free_call::value_index, 0, "FreeCall.value_index");
+          ETRT_TRY(EValue * v, value_index(vi, at));
+          if (!v->is_tensor()) return fail(Error::InvalidProgram, at, ": FreeCall on a non-tensor value");
+          out.a = static_cast<uint32_t>(vi);
+          out.op_name = "FreeCall";
+          break;
+        }
+        default:
+          return fail(Error::InvalidProgram, at, ": invalid instruction type ", static_cast<int>(tag));
+      }
+      if (!r.ok()) return r.take_failure();
+      instructions_.push_back(std::move(out));
+    }
+    base += instrs.size();
+  }
+  (void)total;
+  for (uint32_t k = 0; k < ops.size(); ++k)
+    if (op_used[k] && !op_entries[k]) missing += cat(missing.empty() ? "" : ", ", op_names[k]);
+  if (!missing.empty())
+    return fail(Error::OperatorMissing, where(), " needs operators that are not registered: ", missing);
+  return {};
+}
+
+inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& src) {
+  if (index >= inputs_.size())
+    return fail(Error::InvalidArgument, where(), ": input index ", index, " out of range (", inputs_.size(),
+                " inputs)");
+  EValue& v = *inputs_[index];
+  if (!v.is_tensor())
+    return fail(Error::InvalidArgument, where(), ": input ", index, " expected ", tag_name(v.tag()), ", got a tensor");
+  Tensor& t = v.tensor_unchecked();
+  const TensorMeta& meta = *value_meta_[static_cast<size_t>(inputs_[index] - values_.data())];
+  const auto describe = [&](ScalarType dt, std::span<const int64_t> s) { return cat(numpy_name(dt), shape_str(s)); };
+  if (src.dtype != t.dtype())
+    return fail(Error::InvalidArgument, where(), ": input ", index, " expected dtype ", numpy_name(t.dtype()),
+                ", got ", numpy_name(src.dtype), " (expected ", describe(t.dtype(), t.max_sizes()), ", got ",
+                describe(src.dtype, src.sizes), ")");
+  if (src.sizes.size() != static_cast<size_t>(t.dim()))
+    return fail(Error::InvalidArgument, where(), ": input ", index, " expected rank ", t.dim(), " ",
+                describe(t.dtype(), t.max_sizes()), ", got rank ", src.sizes.size(), " ",
+                describe(src.dtype, src.sizes));
+  if (!src.device.is_cpu())
+    return fail(Error::NotSupported, where(), ": input ", index, " is on ", src.device.str(),
+                "; this build reads CPU inputs only");
+  if (auto s = t.resize(src.sizes); !s)
+    return fail(s.error().code, where(), ": input ", index, " ", s.error().what);
+  const size_t nbytes = t.nbytes();
+  if (nbytes > 0 && !src.data)
+    return fail(Error::InvalidArgument, where(), ": input ", index, " has no data pointer");
+  const bool same_layout = strides_match_dim_order(src.sizes, src.strides_elems, t.dim_order());
+  std::array<int64_t, kMaxDims> dst_strides{};
+  std::copy(t.strides().begin(), t.strides().end(), dst_strides.begin());
+  const auto copy_into = [&](void* dst) {
+    if (nbytes == 0) return;
+    if (same_layout)
+      std::memcpy(dst, src.data, nbytes);
+    else
+      copy_strided(dst, std::span<const int64_t>(dst_strides.data(), t.dim()), src.data, src.strides_elems,
+                   src.sizes, element_size(t.dtype()));
+  };
+  input_set_[index] = true;
+  if (meta.has_allocation) {  // planned: the arena slot was bound at load
+    copy_into(t.data());
+    return InputBinding::Copied;
+  }
+  if (same_layout && src.writable) {
+    t.set_data(const_cast<void*>(src.data));
+    return InputBinding::Aliased;
+  }
+  const size_t cap = t.capacity_nbytes();
+  if (input_staging_size_[index] < cap || !input_staging_[index]) {
+    input_staging_[index] = allocate_aligned(cap);
+    input_staging_size_[index] = cap;
+  }
+  t.set_data(input_staging_[index].get());
+  copy_into(t.data());
+  return InputBinding::Copied;
+}
+
+inline Status Method::set_input(size_t index, const EValue& value) {
+  if (index >= inputs_.size())
+    return fail(Error::InvalidArgument, where(), ": input index ", index, " out of range (", inputs_.size(),
+                " inputs)");
+  const EValue& cur = *inputs_[index];
+  const auto mismatch = [&](const std::string& got) {
+    return fail(Error::InvalidArgument, where(), ": input ", index, " expected ", tag_name(cur.tag()), ", got ", got);
+  };
+  if (cur.is_tensor()) return mismatch(std::string(tag_name(value.tag())));
+  if (cur.tag() != value.tag() && !(cur.is_double() && value.is_int()))
+    return mismatch(std::string(tag_name(value.tag())));
+  // Scalars are specialised at export: the graph was built for the exported value.
+  bool equal = true;
+  std::string exported, got;
+  if (cur.is_int()) {
+    equal = cur.int_unchecked() == value.int_unchecked();
+    exported = std::to_string(cur.int_unchecked());
+    got = std::to_string(value.int_unchecked());
+  } else if (cur.is_bool()) {
+    equal = cur.bool_unchecked() == value.bool_unchecked();
+    exported = cur.bool_unchecked() ? "True" : "False";
+    got = value.bool_unchecked() ? "True" : "False";
+  } else if (cur.is_double()) {
+    const double a = cur.double_unchecked(), b = value.is_int() ? static_cast<double>(value.int_unchecked())
+                                                                 : value.double_unchecked();
+    equal = std::abs(a - b) <= 1e-4 + 1e-5 * std::abs(b);
+    exported = std::to_string(a);
+    got = std::to_string(b);
+  } else if (cur.is_string()) {
+    equal = cur.string_unchecked() == value.string_unchecked();
+    exported = std::string(cur.string_unchecked());
+    got = std::string(value.string_unchecked());
+  }
+  if (!equal)
+    return fail(Error::InvalidArgument, where(), ": input ", index, " was exported as the constant ", exported,
+                "; got ", got, " (re-export to use another value)");
+  input_set_[index] = true;
+  return {};
+}
+
+inline Status Method::set_output_data_ptr(size_t index, void* data, size_t size_bytes) {
+  if (index >= outputs_.size())
+    return fail(Error::InvalidArgument, where(), ": output index ", index, " out of range (", outputs_.size(), ")");
+  if (!output_needs_storage(index))
+    return fail(Error::InvalidState, where(), ": output ", index, " is memory planned or a constant");
+  Tensor& t = outputs_[index]->tensor_unchecked();
+  if (size_bytes < t.capacity_nbytes())
+    return fail(Error::InvalidArgument, where(), ": output ", index, " needs ", t.capacity_nbytes(), " bytes, got ",
+                size_bytes);
+  t.set_data(data);
+  return {};
+}
+
+inline Result<Tensor*> Method::attribute(std::string_view fqn) {
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (value_meta_[i] && value_meta_[i]->fqn == fqn) return &values_[i].tensor_unchecked();
+  std::string known;
+  for (const auto& a : meta_.attributes) known += cat(known.empty() ? "'" : ", '", a.fqn, "'");
+  return fail(Error::NotFound, where(), " has no attribute '", fqn, "' (attributes: ",
+              known.empty() ? std::string("none; export with emit_mutable_buffer_names=True") : known, ")");
+}
+
+inline bool Method::value_is_constant(const Tensor* t) const {
+  for (size_t i = 0; i < values_.size(); ++i)
+    if (value_meta_[i] && &values_[i].tensor_unchecked() == t) return value_meta_[i]->is_constant();
+  return false;
+}
+
+inline Status Method::run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx) {
+  // Note [checked at load]: every index, operator and slot count below was validated by Method::load.
+  switch (ins.kind) {
+    case Kind::Kernel: {
+      if (auto s = ins.fn(ctx, ins.args); !s)
+        return fail(s.error().code, where(), " instruction ", pc, " (", ins.op_name, "): ", s.error().what);
+      ++pc;
+      return {};
+    }
+    case Kind::Delegate: {
+      const Delegate& d = delegates_[ins.a];
+      if (auto s = d.backend->execute(d.handle.get(), ins.args); !s)
+        return fail(s.error().code, where(), " instruction ", pc, " (delegate '", d.id, "'): ", s.error().what);
+      ++pc;
+      return {};
+    }
+    case Kind::Move:
+      values_[ins.b] = values_[ins.a];
+      ++pc;
+      return {};
+    case Kind::JumpFalse: {
+      const EValue& c = values_[ins.a];
+      bool cond = false;
+      if (c.is_bool()) {
+        cond = c.bool_unchecked();
+      } else if (c.is_tensor() && c.tensor_unchecked().dtype() == ScalarType::Bool) {
+        const Tensor& t = c.tensor_unchecked();
+        const bool* p = t.data_as<bool>();
+        cond = true;
+        for (int64_t k = 0; k < t.numel(); ++k) cond = cond && p[k];
+      } else {
+        return fail(Error::InvalidProgram, where(), " instruction ", pc, ": jump condition is ", tag_name(c.tag()));
+      }
+      pc = cond ? pc + 1 : ins.b;
+      return {};
+    }
+    case Kind::Free:
+      values_[ins.a].tensor_unchecked().set_data(nullptr);
+      ++pc;
+      return {};
+  }
+  return fail(Error::Internal, "unreachable");
+}
+
+inline Status Method::execute() {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!input_set_[i]) return fail(Error::InvalidArgument, where(), ": input ", i, " has not been set");
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (output_needs_storage(i) && !outputs_[i]->tensor_unchecked().data() &&
+        outputs_[i]->tensor_unchecked().capacity_nbytes() > 0)
+      return fail(Error::InvalidState, where(), ": output ", i,
+                  " is not memory planned and has no storage (set_output_data_ptr)");
+  KernelContext ctx;
+  size_t pc = 0, steps = 0;
+  const size_t n = instructions_.size();
+  while (pc < n) {
+    if (++steps > kMaxInstructionsPerExecute)
+      return fail(Error::InvalidProgram, where(), ": exceeded ", kMaxInstructionsPerExecute,
+                  " instructions (a jump loop?)");
+    const Instruction& ins = instructions_[pc];
+    if (observer_) {
+      const size_t at = pc;
+      const auto t0 = std::chrono::steady_clock::now();
+      ETRT_CHECK_OK(run_instruction(pc, ins, ctx));
+      const auto t1 = std::chrono::steady_clock::now();
+      const auto ns = [](auto t) {
+        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+      };
+      observer_->on_instruction(at, ins.op_name, ns(t0), ns(t1));
+    } else {
+      ETRT_CHECK_OK(run_instruction(pc, ins, ctx));
+    }
+  }
+  executed_ = true;
+  return {};
+}
+
+}  // namespace etrt

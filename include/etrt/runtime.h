@@ -1,0 +1,15 @@
+// The whole C++ runtime: include this and a kernel table, then load and run a .pte. Nothing to link.
+//
+//   #include <etrt/runtime.h>
+//   #include <etrt_generated/portable_kernels.h>
+//   auto src = etrt::DataSource::from_file("add.pte");
+//   auto program = etrt::Program::load(*src);
+//   etrt::LoadOptions opts{etrt::generated::portable_kernels()};
+//   auto method = etrt::Method::load(*program, "forward", opts);
+#pragma once
+
+#include "etrt/backends/backend.h"
+#include "etrt/bundled/bundled_program.h"
+#include "etrt/method/method.h"
+#include "etrt/program/flat_tensor.h"
+#include "etrt/program/program.h"

@@ -1,0 +1,726 @@
+#!/usr/bin/env python3
+"""Export the project's test fixtures with the REAL upstream ExecuTorch exporter.
+
+Run with the export venv (see tools/export/make_export_venv.sh):
+
+    .venv-export/bin/python tools/export/export_fixtures.py [--out tests/fixtures/exported] [--only NAME ...]
+
+For every fixture NAME it writes
+    NAME.pte   the program
+    NAME.bpte  a bundled program (2 test cases per method, expected = torch eager outputs)
+    NAME.npz   test case 0 of the main method: in0, in1, ... and out0, out1, ...
+               (bfloat16 stored as uint16 bit patterns; arrays are in logical
+               index order, whatever the tensor's dim_order)
+and a manifest.json describing everything (dtypes, shapes, dim orders, operators,
+memory planning, export options, tolerances, versions).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import hashlib
+import json
+import logging
+import os
+import platform
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from importlib.metadata import version as pkg_version
+from typing import Any, Callable, Dict, List, Optional
+
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch.export import Dim, export  # noqa: E402
+
+from executorch.exir import (  # noqa: E402
+    ExecutorchBackendConfig,
+    to_edge_transform_and_lower,
+)
+from executorch.exir import schema as et_schema  # noqa: E402
+from executorch.exir.passes import MemoryPlanningPass  # noqa: E402
+from executorch.devtools.bundled_program.config import (  # noqa: E402
+    MethodTestCase,
+    MethodTestSuite,
+)
+from executorch.devtools.bundled_program.core import BundledProgram  # noqa: E402
+from executorch.devtools.bundled_program.serialize import (  # noqa: E402
+    serialize_from_bundled_program_to_flatbuffer,
+)
+
+SEED = 20240607
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures", "exported")
+
+TOL_EXACT = {"rtol": 0.0, "atol": 0.0}
+TOL_F32 = {"rtol": 1e-5, "atol": 1e-6}
+TOL_F32_LOOSE = {"rtol": 1e-4, "atol": 1e-5}
+TOL_BF16 = {"rtol": 1e-2, "atol": 1e-2}
+
+
+# --------------------------------------------------------------------------- #
+# Fixture definitions
+# --------------------------------------------------------------------------- #
+@dataclass
+class MethodSpec:
+    module: torch.nn.Module
+    # two test cases: list of input tuples. Case 0 is also the export example.
+    cases: List[tuple]
+    dynamic_shapes: Any = None
+    # if True, the eager reference runs the cases sequentially on ONE copy of
+    # the module (state carries over), as the runtime would.
+    stateful: bool = False
+
+
+@dataclass
+class Fixture:
+    name: str
+    description: str
+    methods: Callable[[], Dict[str, MethodSpec]]
+    backend_config: Callable[[], ExecutorchBackendConfig] = lambda: ExecutorchBackendConfig()
+    export_options: Dict[str, Any] = field(default_factory=dict)
+    tolerance: Dict[str, float] = field(default_factory=lambda: dict(TOL_F32))
+    notes: List[str] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)
+    main_method: str = "forward"
+
+
+def rn(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(dtype)
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class AddMul(torch.nn.Module):
+    def forward(self, x, y, z):
+        return x * y + z
+
+
+class TimesTwo(torch.nn.Module):
+    def forward(self, x):
+        return 2 * x
+
+
+class Softmax(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+class Stateful(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("state", torch.zeros(3, dtype=torch.float32))
+
+    def forward(self, x):
+        self.state.add_(x)
+        return self.state * 1.0
+
+
+class IntOps(torch.nn.Module):
+    def forward(self, x, y):
+        return x * 2 + y
+
+
+class MeanWhere(torch.nn.Module):
+    def forward(self, x):
+        return torch.where(x.mean(dim=1) == 0, 1.1, x.mean(dim=1))
+
+
+class MaxPool(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(x, 3, 2, 1)
+
+
+class CnnSmall(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.relu = torch.nn.ReLU()
+        self.pool = torch.nn.MaxPool2d(2)
+        self.gap = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = self.gap(self.pool(self.relu(self.bn(self.conv(x)))))
+        return self.fc(torch.flatten(x, 1))
+
+
+class ScalarInputs(torch.nn.Module):
+    def forward(self, x, a: int, b: float):
+        return x * a + b
+
+
+class ConvCL(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+class LayerNormGelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.ln(x))
+
+
+class DynCat(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.cat([x, y], 0)
+
+
+def _eval(m):
+    m.eval()
+    return m
+
+
+def _randomize_bn(bn: torch.nn.BatchNorm2d):
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.randn_like(bn.running_mean) * 0.1)
+        bn.running_var.copy_(torch.rand_like(bn.running_var) + 0.5)
+        bn.weight.copy_(torch.rand_like(bn.weight) + 0.5)
+        bn.bias.copy_(torch.randn_like(bn.bias) * 0.1)
+    return bn
+
+
+def _cnn_small():
+    m = CnnSmall()
+    _randomize_bn(m.bn)
+    return _eval(m)
+
+
+def _zero_mean_case():
+    x = torch.randn(3, 4)
+    x[1] = torch.tensor([1.0, -1.0, 2.0, -2.0])  # mean exactly 0 -> where picks 1.1
+    return x
+
+
+FIXTURES: List[Fixture] = [
+    Fixture(
+        "add", "forward(x, y) = x + y, float32 [2,3]",
+        lambda: {"forward": MethodSpec(Add(), [(rn(2, 3), rn(2, 3)), (rn(2, 3), rn(2, 3))])},
+    ),
+    Fixture(
+        "add_mul", "forward(x, y, z) = x*y + z, float32 [2,2] (alpha-less add)",
+        lambda: {"forward": MethodSpec(AddMul(), [tuple(rn(2, 2) for _ in range(3)) for _ in range(2)])},
+    ),
+    Fixture(
+        "linear", "torch.nn.Linear(4, 3) on [2,4] float32 (weights are constants)",
+        lambda: {"forward": MethodSpec(_eval(torch.nn.Linear(4, 3)), [(rn(2, 4),), (rn(2, 4),)])},
+    ),
+    Fixture(
+        "mlp", "Linear(16,32)-ReLU-Linear(32,8) on [4,16]",
+        lambda: {"forward": MethodSpec(
+            _eval(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))),
+            [(rn(4, 16),), (rn(4, 16),)])},
+        tolerance=dict(TOL_F32_LOOSE),
+    ),
+    Fixture(
+        "two_methods", "two methods: forward(x, y) = x + y; times_two(x) = 2*x; float32 [2,3]",
+        lambda: {
+            "forward": MethodSpec(Add(), [(rn(2, 3), rn(2, 3)), (rn(2, 3), rn(2, 3))]),
+            "times_two": MethodSpec(TimesTwo(), [(rn(2, 3),), (rn(2, 3),)]),
+        },
+    ),
+    Fixture(
+        "softmax_last", "torch.softmax(x, dim=-1) on [3,10]",
+        lambda: {"forward": MethodSpec(Softmax(), [(rn(3, 10),), (rn(3, 10),)])},
+        tolerance=dict(TOL_F32_LOOSE),
+    ),
+    Fixture(
+        "stateful",
+        "mutable buffer `state` float32 [3] zeros; forward(x): state.add_(x); return state * 1.0",
+        lambda: {"forward": MethodSpec(
+            Stateful(), [(torch.ones(3),), (torch.ones(3),)], stateful=True)},
+        backend_config=lambda: ExecutorchBackendConfig(emit_mutable_buffer_names=True),
+        export_options={"emit_mutable_buffer_names": True},
+        notes=[
+            "State persists across executions of one loaded method: calling forward twice "
+            "with x = ones(3) returns ones(3) after the first call and 2*ones(3) after the second.",
+            "The bundled test cases are sequential: case 0 (x=ones) expects ones, case 1 "
+            "(x=ones) expects 2*ones, valid only if run in order on the same loaded method.",
+            "The npz holds case 0 (first call on a fresh method): in0 = ones, out0 = ones.",
+        ],
+        extra={"sequential_expectation": {
+            "input": [1.0, 1.0, 1.0], "calls": 2, "output_after_calls": [2.0, 2.0, 2.0]}},
+    ),
+    Fixture(
+        "add_no_input_planning", "add of [2,3], memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)",
+        lambda: {"forward": MethodSpec(Add(), [(rn(2, 3), rn(2, 3)), (rn(2, 3), rn(2, 3))])},
+        backend_config=lambda: ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)),
+        export_options={"memory_planning_pass": {"alloc_graph_input": False, "alloc_graph_output": True}},
+    ),
+    Fixture(
+        "add_no_output_planning", "add of [2,3], memory_planning_pass=MemoryPlanningPass(alloc_graph_output=False)",
+        lambda: {"forward": MethodSpec(Add(), [(rn(2, 3), rn(2, 3)), (rn(2, 3), rn(2, 3))])},
+        backend_config=lambda: ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(alloc_graph_output=False)),
+        export_options={"memory_planning_pass": {"alloc_graph_input": True, "alloc_graph_output": False}},
+        notes=["The output is not memory planned: the caller must provide its storage "
+               "(set_output_data_ptr) before execute."],
+        extra={"upstream_known_issues": {"bundled": "executorch 1.5.1 BundledModule."
+               "verify_result_with_bundled_expected_output segfaults: it never provides "
+               "storage for the unplanned output. Plain run_method works."}},
+    ),
+    Fixture(
+        "int_ops", "forward(x:int32[4], y:int64[4]) = x*2 + y (promotes to int64)",
+        lambda: {"forward": MethodSpec(IntOps(), [
+            (torch.randint(-100, 100, (4,), dtype=torch.int32), torch.randint(-1000, 1000, (4,), dtype=torch.int64))
+            for _ in range(2)])},
+        tolerance=dict(TOL_EXACT),
+    ),
+    Fixture(
+        "mean_where", "forward(x) = where(x.mean(1) == 0, 1.1, x.mean(1)) on [3,4]",
+        lambda: {"forward": MethodSpec(MeanWhere(), [(_zero_mean_case(),), (_zero_mean_case(),)])},
+        notes=["Row 1 of every test input has mean exactly 0, so out[1] == 1.1 (as float32)."],
+    ),
+    Fixture(
+        "maxpool", "max_pool2d(x, 3, 2, 1) on [1,4,16,16]",
+        lambda: {"forward": MethodSpec(MaxPool(), [(rn(1, 4, 16, 16),), (rn(1, 4, 16, 16),)])},
+        tolerance=dict(TOL_EXACT),
+    ),
+    Fixture(
+        "cnn_small",
+        "Conv2d(3,8,3,p=1)-BatchNorm2d(8,eval)-ReLU-MaxPool2d(2)-AdaptiveAvgPool2d(1)-flatten-Linear(8,5) on [2,3,16,16]",
+        lambda: {"forward": MethodSpec(_cnn_small(), [(rn(2, 3, 16, 16),), (rn(2, 3, 16, 16),)])},
+        tolerance=dict(TOL_F32_LOOSE),
+    ),
+    Fixture(
+        "scalar_inputs", "forward(x: float32[2,3], a: int = 3, b: float = 0.5) = x*a + b",
+        lambda: {"forward": MethodSpec(ScalarInputs(), [(rn(2, 3), 3, 0.5), (rn(2, 3), 3, 0.5)])},
+        notes=["torch.export specializes the int/float inputs to the example values (3, 0.5); "
+               "the runtime must be fed the same values (see program inputs in the manifest)."],
+    ),
+    Fixture(
+        "bf16_add", "add on bfloat16 [4]",
+        lambda: {"forward": MethodSpec(Add(), [(rn(4, dtype=torch.bfloat16), rn(4, dtype=torch.bfloat16))
+                                                 for _ in range(2)])},
+        tolerance=dict(TOL_BF16),
+    ),
+    Fixture(
+        "channels_last", "Conv2d(3,4,3,p=1)+ReLU; example input [1,3,8,8] in channels_last memory format",
+        lambda: {"forward": MethodSpec(_eval(ConvCL()), [
+            (rn(1, 3, 8, 8).to(memory_format=torch.channels_last),) for _ in range(2)])},
+        tolerance=dict(TOL_F32_LOOSE),
+        notes=["npz arrays are in logical NCHW index order; the runtime tensor's dim_order is "
+               "given in the manifest (data must be laid out in that order).",
+               "The bundled test tensors are stored contiguous (dim_order [0,1,2,3], NCHW bytes), "
+               "unlike the method's input/output tensors (dim_order [0,2,3,1])."],
+        extra={"upstream_known_issues": {"bundled": "executorch 1.5.1 aborts in "
+               "bundled_program.cpp tensors_are_close(): bundled expected output strides "
+               "(contiguous) != method output strides (channels-last). Plain run_method works."}},
+    ),
+    Fixture(
+        "layer_norm_gelu", "LayerNorm(16) then gelu on [2,5,16]",
+        lambda: {"forward": MethodSpec(_eval(LayerNormGelu()), [(rn(2, 5, 16),), (rn(2, 5, 16),)])},
+        tolerance=dict(TOL_F32_LOOSE),
+    ),
+    Fixture(
+        "dynamic_cat", "forward(x, y) = cat([x, y], 0), x,y: [b,3] with b = Dim('b', min=1, max=8)",
+        lambda: {"forward": MethodSpec(
+            DynCat(), [(rn(2, 3), rn(2, 3)), (rn(5, 3), rn(5, 3))],
+            dynamic_shapes=(lambda b: ({0: b}, {0: b}))(Dim("b", min=1, max=8)))},
+        notes=["Test case 0 uses b=2, test case 1 uses b=5. Tensor sizes stored in the "
+               "program are the upper bounds (b=8); shape_dynamism is DYNAMIC_BOUND."],
+        extra={"dynamic_dims": {"in0": {"0": {"name": "b", "min": 1, "max": 8}},
+                                "in1": {"0": {"name": "b", "min": 1, "max": 8}},
+                                "out0": {"0": {"expr": "2*b", "max": 16}}}},
+    ),
+]
+
+
+# Facts about the files produced by executorch 1.5.1 (checked when this script
+# was written; the per-fixture data below is authoritative).
+OBSERVATIONS = [
+    "non_const_buffer_sizes[0] is always 0 (reserved); all planned tensors live in memory_id 1.",
+    "Memory planning reuses offsets: an output may alias an input's storage (e.g. scalar_inputs: "
+    "input x and output both at offset 0), so inputs are clobbered by execute().",
+    "Programs with no constant data have NO extended header (eh00) but still list one segment "
+    "{offset 0, size 0} and constant_segment {segment_index 0, offsets [0]}.",
+    "Constant tensors live in segment 0 (constant_segment), not in constant_buffer (empty in the file); "
+    "offsets[0] is the reserved empty entry for data_buffer_idx 0; tensor data is 16-byte aligned; "
+    "segment_base_offset is 128-byte aligned.",
+    "Operator overload may be empty: the mutable-buffer write-back is 'aten::copy_' (name 'aten::copy_', overload '').",
+    "Python int scalars multiplied into float tensors become a constant int64 0-dim tensor followed by "
+    "dim_order_ops::_to_dim_order_copy.out (see two_methods.times_two, int_ops, scalar_inputs).",
+    "stateful: the buffer 'state' is a memory-planned tensor (not a method input) with no initial data "
+    "(data_buffer_idx 0) and extra_tensor_info.fully_qualified_name 'state'; mutable_data_segments is empty. "
+    "The planned arena must start zeroed for the documented outputs.",
+    "dynamic_cat: tensor sizes in the program are the upper bounds, shape_dynamism DYNAMIC_BOUND.",
+    "scalar_inputs: the int/float inputs appear as Int/Double EValues in the plan's inputs.",
+    "Bundled programs (BP08) embed the .pte at offset 64 (force_align 32); bundled test tensors are always "
+    "stored contiguous (dim_order 0..n-1).",
+]
+
+
+# --------------------------------------------------------------------------- #
+# Introspection helpers
+# --------------------------------------------------------------------------- #
+def _dtype_name(t: torch.dtype) -> str:
+    return str(t).replace("torch.", "")
+
+
+SCALAR_TYPE_TO_DTYPE = {
+    "BYTE": "uint8", "CHAR": "int8", "SHORT": "int16", "INT": "int32", "LONG": "int64",
+    "HALF": "float16", "FLOAT": "float32", "DOUBLE": "float64", "BOOL": "bool",
+    "BFLOAT16": "bfloat16",
+}
+
+
+def _evalue_info(plan: et_schema.ExecutionPlan, idx: int) -> Dict[str, Any]:
+    val = plan.values[idx].val
+    info: Dict[str, Any] = {"value_index": idx, "kind": type(val).__name__}
+    if isinstance(val, et_schema.Tensor):
+        st = val.scalar_type.name if hasattr(val.scalar_type, "name") else str(val.scalar_type)
+        info.update({
+            "scalar_type": st,
+            "dtype": SCALAR_TYPE_TO_DTYPE.get(st, st),
+            "sizes": list(val.sizes),
+            "dim_order": list(val.dim_order),
+            "shape_dynamism": val.shape_dynamism.name,
+            "memory_planned": val.allocation_info is not None,
+            "constant": val.data_buffer_idx != 0,
+        })
+        if val.allocation_info is not None:
+            a = val.allocation_info
+            info["allocation"] = {
+                "memory_id": a.memory_id,
+                "offset": (a.memory_offset_high << 32) | a.memory_offset_low,
+            }
+        if val.extra_tensor_info is not None and val.extra_tensor_info.fully_qualified_name:
+            info["fully_qualified_name"] = val.extra_tensor_info.fully_qualified_name
+    elif isinstance(val, et_schema.Int):
+        info["value"] = val.int_val
+    elif isinstance(val, et_schema.Double):
+        info["value"] = val.double_val
+    elif isinstance(val, et_schema.Bool):
+        info["value"] = val.bool_val
+    return info
+
+
+def _plan_info(plan: et_schema.ExecutionPlan) -> Dict[str, Any]:
+    ops = []
+    for op in plan.operators:
+        ops.append(f"{op.name}.{op.overload}" if op.overload else op.name)
+    n_instr = sum(len(c.instructions) for c in plan.chains)
+    instr_kinds: Dict[str, int] = {}
+    for c in plan.chains:
+        for ins in c.instructions:
+            k = type(ins.instr_args).__name__
+            instr_kinds[k] = instr_kinds.get(k, 0) + 1
+    mutable_buffers = []
+    for i, v in enumerate(plan.values):
+        t = v.val
+        if isinstance(t, et_schema.Tensor) and t.extra_tensor_info is not None \
+                and t.extra_tensor_info.fully_qualified_name:
+            mutable_buffers.append({"value_index": i,
+                                    "fully_qualified_name": t.extra_tensor_info.fully_qualified_name,
+                                    "memory_planned": t.allocation_info is not None})
+    return {
+        "operators": ops,
+        "inputs": [_evalue_info(plan, i) for i in plan.inputs],
+        "outputs": [_evalue_info(plan, i) for i in plan.outputs],
+        "non_const_buffer_sizes": list(plan.non_const_buffer_sizes),
+        "num_values": len(plan.values),
+        "num_instructions": n_instr,
+        "instruction_kinds": instr_kinds,
+        "num_delegates": len(plan.delegates),
+        "named_tensors": mutable_buffers,
+        "container_meta_type": {
+            "encoded_inp_str": plan.container_meta_type.encoded_inp_str,
+            "encoded_out_str": plan.container_meta_type.encoded_out_str,
+        },
+    }
+
+
+def _file_layout(buf: bytes) -> Dict[str, Any]:
+    """Layout of the serialized .pte as the runtime sees it (raw flatbuffer, segments not restored)."""
+    from executorch.exir._serialize._flatbuffer_program import _flatbuffer_to_program  # noqa: PLC0415
+
+    program_size = len(buf)
+    if buf[8:12] == b"eh00":
+        program_size = int.from_bytes(buf[16:24], "little")
+    program = _flatbuffer_to_program(buf[:program_size])
+    out: Dict[str, Any] = {
+        "size": len(buf),
+        "file_identifier": buf[4:8].decode("latin1"),
+        "root_offset": int.from_bytes(buf[0:4], "little"),
+        "extended_header": None,
+        "program_version": program.version,
+        "num_segments": len(program.segments),
+        "segments": [{"offset": s.offset, "size": s.size} for s in program.segments],
+        "constant_buffer_entries": len(program.constant_buffer),
+        "constant_segment": {
+            "segment_index": program.constant_segment.segment_index,
+            "num_offsets": len(program.constant_segment.offsets),
+            "offsets": list(program.constant_segment.offsets),
+        },
+        "mutable_data_segments": (
+            [{"segment_index": m.segment_index, "offsets": list(m.offsets)}
+             for m in program.mutable_data_segments] if program.mutable_data_segments else []),
+        "named_data": len(program.named_data or []),
+    }
+    if buf[8:12] == b"eh00":
+        length = int.from_bytes(buf[12:16], "little")
+        eh = {
+            "magic": "eh00",
+            "length": length,
+            "program_size": int.from_bytes(buf[16:24], "little"),
+            "segment_base_offset": int.from_bytes(buf[24:32], "little"),
+        }
+        if length >= 32:
+            eh["segment_data_size"] = int.from_bytes(buf[32:40], "little")
+        out["extended_header"] = eh
+    return out
+
+
+def _bp_suites(bpte: bytes):
+    from executorch.devtools.bundled_program.serialize import (  # noqa: PLC0415
+        deserialize_from_flatbuffer_to_bundled_program,
+    )
+    return deserialize_from_flatbuffer_to_bundled_program(bpte).method_test_suites
+
+
+def _to_np(t) -> np.ndarray:
+    if isinstance(t, torch.Tensor):
+        t = t.detach().contiguous()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.uint16).numpy().copy() if hasattr(torch, "uint16") \
+                else t.view(torch.int16).numpy().view(np.uint16).copy()
+        return t.numpy().copy()
+    if isinstance(t, bool):
+        return np.array(t, dtype=np.bool_)
+    if isinstance(t, int):
+        return np.array(t, dtype=np.int64)
+    if isinstance(t, float):
+        return np.array(t, dtype=np.float64)
+    raise TypeError(type(t))
+
+
+def _val_desc(v) -> Dict[str, Any]:
+    if isinstance(v, torch.Tensor):
+        d = {"type": "tensor", "dtype": _dtype_name(v.dtype), "shape": list(v.shape)}
+        if v.dim() == 4 and v.is_contiguous(memory_format=torch.channels_last) and not v.is_contiguous():
+            d["memory_format"] = "channels_last"
+        return d
+    return {"type": type(v).__name__, "value": v}
+
+
+def _flatten_out(o) -> list:
+    if isinstance(o, (tuple, list)):
+        r = []
+        for x in o:
+            r.extend(_flatten_out(x))
+        return r
+    return [o]
+
+
+def _sha256(buf: bytes) -> str:
+    return hashlib.sha256(buf).hexdigest()
+
+
+# --------------------------------------------------------------------------- #
+# Export
+# --------------------------------------------------------------------------- #
+def export_fixture(fx: Fixture, out_dir: str) -> Dict[str, Any]:
+    torch.manual_seed(SEED + sum(map(ord, fx.name)))
+    specs = fx.methods()
+
+    # Eager reference outputs (computed on deep copies so export sees pristine modules).
+    eager: Dict[str, List[list]] = {}
+    for mname, spec in specs.items():
+        ref_mod = copy.deepcopy(spec.module)
+        outs = []
+        for case in spec.cases:
+            mod = ref_mod if spec.stateful else copy.deepcopy(spec.module)
+            with torch.no_grad():
+                o = mod(*[c.clone() if isinstance(c, torch.Tensor) else c for c in case])
+            outs.append([x.clone() if isinstance(x, torch.Tensor) else x for x in _flatten_out(o)])
+        eager[mname] = outs
+
+    eps = {}
+    for mname, spec in specs.items():
+        eps[mname] = export(copy.deepcopy(spec.module), spec.cases[0], dynamic_shapes=spec.dynamic_shapes,
+                            strict=False)
+    edge = to_edge_transform_and_lower(eps if len(eps) > 1 else eps[next(iter(eps))])
+    epm = edge.to_executorch(fx.backend_config())
+    pte = epm.buffer
+    program = epm.executorch_program
+
+    suites = []
+    for mname, spec in specs.items():
+        cases = [MethodTestCase(inputs=list(case), expected_outputs=eager[mname][i])
+                 for i, case in enumerate(spec.cases)]
+        suites.append(MethodTestSuite(method_name=mname, test_cases=cases))
+    bp = BundledProgram(epm, suites)
+    bpte = serialize_from_bundled_program_to_flatbuffer(bp)
+
+    # npz: test case 0 of the main method
+    main = fx.main_method
+    arrays = {}
+    bf16_keys = []
+    for i, v in enumerate(specs[main].cases[0]):
+        arrays[f"in{i}"] = _to_np(v)
+        if isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16:
+            bf16_keys.append(f"in{i}")
+    for i, v in enumerate(eager[main][0]):
+        arrays[f"out{i}"] = _to_np(v)
+        if isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16:
+            bf16_keys.append(f"out{i}")
+
+    with open(os.path.join(out_dir, f"{fx.name}.pte"), "wb") as f:
+        f.write(pte)
+    with open(os.path.join(out_dir, f"{fx.name}.bpte"), "wb") as f:
+        f.write(bpte)
+    # np.savez embeds no timestamps when given a path -> deterministic bytes
+    np.savez(os.path.join(out_dir, f"{fx.name}.npz"), **arrays)
+    with open(os.path.join(out_dir, f"{fx.name}.npz"), "rb") as f:
+        npz_bytes = f.read()
+
+    plans = {p.name: p for p in program.execution_plan}
+    methods = {}
+    all_ops = set()
+    for mname, spec in specs.items():
+        pinfo = _plan_info(plans[mname])
+        all_ops.update(pinfo["operators"])
+        methods[mname] = {
+            "eager_inputs": [[_val_desc(v) for v in case] for case in spec.cases],
+            "eager_outputs": [[_val_desc(v) for v in outs] for outs in eager[mname]],
+            "num_test_cases": len(spec.cases),
+            **pinfo,
+        }
+
+    entry = {
+        "name": fx.name,
+        "description": fx.description,
+        "files": {"pte": f"{fx.name}.pte", "bpte": f"{fx.name}.bpte", "npz": f"{fx.name}.npz"},
+        "sha256": {"pte": _sha256(pte), "bpte": _sha256(bpte), "npz": _sha256(npz_bytes)},
+        "main_method": main,
+        "method_names": [p.name for p in program.execution_plan],
+        "methods": methods,
+        "operators": sorted(all_ops),
+        "export": {
+            "flow": "torch.export.export(strict=False) -> executorch.exir.to_edge_transform_and_lower"
+                    "(partitioner=None) -> .to_executorch(ExecutorchBackendConfig(...))",
+            "backend_config": {
+                "memory_planning_pass": {"alloc_graph_input": True, "alloc_graph_output": True},
+                "emit_mutable_buffer_names": False,
+                "segment_alignment": 128,
+                "constant_tensor_alignment": None,
+                "extract_delegate_segments": True,
+                "remove_view_copy": True,
+                **fx.export_options,
+            },
+            "dynamic_shapes": {m: (str(s.dynamic_shapes) if s.dynamic_shapes is not None else None)
+                               for m, s in specs.items()},
+        },
+        "tolerance": fx.tolerance,
+        "npz": {
+            "test_case": 0,
+            "method": main,
+            "keys": list(arrays.keys()),
+            "bf16_as_uint16": bf16_keys,
+            "layout": "logical (row-major over the tensor's sizes), independent of dim_order",
+        },
+        "file_layout": _file_layout(pte),
+        "bpte_layout": {
+            "size": len(bpte),
+            "file_identifier": bpte[4:8].decode("latin1"),
+            "embedded_program_offset": bpte.find(pte),
+            "test_tensor_dim_orders": sorted({
+                str(list(v.val.dim_order)) for suite in _bp_suites(bpte) for c in suite.test_cases
+                for v in list(c.inputs) + list(c.expected_outputs) if hasattr(v.val, "dim_order")}),
+        },
+        "notes": list(fx.notes),
+    }
+    if bf16_keys:
+        entry["notes"].append("bfloat16 tensors in the npz are stored as uint16 bit patterns "
+                              "(keys listed under npz.bf16_as_uint16).")
+    entry.update(fx.extra)
+    return entry
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--only", nargs="*", help="export only these fixtures (manifest is merged)")
+    ap.add_argument("--date", default=None, help="date string to record (default: today, UTC)")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    torch.manual_seed(SEED)
+    np.random.seed(SEED)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+    manifest_path = os.path.join(args.out, "manifest.json")
+    old = {}
+    if args.only and os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            old = json.load(f)
+
+    fixtures_out: Dict[str, Any] = {e["name"]: e for e in old.get("fixtures", [])}
+    skipped: Dict[str, Any] = {s["name"]: s for s in old.get("skipped", [])}
+    for fx in FIXTURES:
+        if args.only and fx.name not in args.only:
+            continue
+        print(f"[export] {fx.name} ...", flush=True)
+        try:
+            fixtures_out[fx.name] = export_fixture(fx, args.out)
+            skipped.pop(fx.name, None)
+            print(f"[export] {fx.name}: ok ({fixtures_out[fx.name]['operators']})", flush=True)
+        except Exception as e:  # record and continue
+            tb = traceback.format_exc()
+            msg = f"{type(e).__name__}: {e}".strip()
+            skipped[fx.name] = {"name": fx.name, "description": fx.description,
+                                "error": msg.splitlines()[0][:500], "traceback_tail": tb.splitlines()[-8:]}
+            fixtures_out.pop(fx.name, None)
+            for ext in ("pte", "bpte", "npz"):
+                p = os.path.join(args.out, f"{fx.name}.{ext}")
+                if os.path.exists(p):
+                    os.remove(p)
+            print(f"[export] {fx.name}: SKIPPED: {msg.splitlines()[0][:300]}", flush=True)
+
+    order = [fx.name for fx in FIXTURES]
+    fixtures_list = sorted(fixtures_out.values(), key=lambda e: order.index(e["name"]) if e["name"] in order else 999)
+    all_ops = sorted({op for e in fixtures_list for op in e["operators"]})
+    manifest = {
+        "format": "executorch-fixtures-manifest/1",
+        "generated_by": "tools/export/export_fixtures.py",
+        "date": args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "seed": SEED,
+        "versions": {
+            "torch": torch.__version__,
+            "executorch": pkg_version("executorch"),
+            "numpy": np.__version__,
+            "flatbuffers": pkg_version("flatbuffers"),
+            "python": platform.python_version(),
+        },
+        "all_operators": all_ops,
+        "observations": OBSERVATIONS,
+        "fixtures": fixtures_list,
+        "skipped": sorted(skipped.values(), key=lambda s: order.index(s["name"]) if s["name"] in order else 999),
+    }
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=False)
+        f.write("\n")
+    print(f"wrote {len(fixtures_list)} fixtures, {len(skipped)} skipped -> {args.out}")
+    print("operators:\n  " + "\n  ".join(all_ops))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
