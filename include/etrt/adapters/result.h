@@ -24,6 +24,7 @@ struct HostStorage {
   static std::shared_ptr<HostStorage> allocate(size_t n) {
     auto s = std::make_shared<HostStorage>();
     s->bytes = allocate_aligned(n);
+    if (!s->bytes) throw std::bad_alloc();
     s->size = n;
     return s;
   }

@@ -1,6 +1,7 @@
 // PlannedMemory: one arena per memory id of a method (ids are 1-based in the file), owned by the Method.
 #pragma once
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -11,16 +12,27 @@
 
 namespace etrt {
 
+/// Frees memory from allocate_aligned: the block's original pointer sits just before the aligned address.
 struct AlignedFree {
-  void operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t{64}); }
+  void operator()(uint8_t* p) const {
+    if (p) std::free(reinterpret_cast<void**>(p)[-1]);
+  }
 };
 using ArenaPtr = std::unique_ptr<uint8_t, AlignedFree>;
 
-/// 64-byte-aligned, zero-filled storage.
+/// Largest single allocation the runtime attempts; anything larger in a file is treated as corrupt.
+inline constexpr size_t kMaxAllocationBytes = size_t{1} << 40;
+
+/// 64-byte-aligned, zero-filled storage, or null when the memory is not available. calloc leaves large blocks
+/// to the kernel's zero pages, so an arena costs nothing until it is touched.
 inline ArenaPtr allocate_aligned(size_t nbytes) {
-  auto* p = static_cast<uint8_t*>(::operator new(nbytes ? nbytes : 1, std::align_val_t{64}));
-  std::memset(p, 0, nbytes ? nbytes : 1);
-  return ArenaPtr(p);
+  if (nbytes > kMaxAllocationBytes) return ArenaPtr(nullptr);
+  void* raw = std::calloc(1, nbytes + 64 + sizeof(void*));
+  if (!raw) return ArenaPtr(nullptr);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(raw) + sizeof(void*);
+  auto* aligned = reinterpret_cast<uint8_t*>((base + 63) & ~uintptr_t{63});
+  reinterpret_cast<void**>(aligned)[-1] = raw;
+  return ArenaPtr(aligned);
 }
 
 class PlannedMemory {
@@ -34,6 +46,9 @@ class PlannedMemory {
                     ", which needs the CUDA-enabled build");
       m.sizes_.push_back(static_cast<size_t>(sizes[i]));
       m.arenas_.push_back(allocate_aligned(static_cast<size_t>(sizes[i])));
+      if (!m.arenas_.back())
+        return fail(Error::MemoryAllocationFailed, "cannot allocate planned buffer ", i + 1, " of ", sizes[i],
+                    " bytes");
     }
     return m;
   }

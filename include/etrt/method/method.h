@@ -523,6 +523,8 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
   const size_t cap = t.capacity_nbytes();
   if (input_staging_size_[index] < cap || !input_staging_[index]) {
     input_staging_[index] = allocate_aligned(cap);
+    if (!input_staging_[index])
+      return fail(Error::MemoryAllocationFailed, where(), ": cannot allocate ", cap, " bytes for input ", index);
     input_staging_size_[index] = cap;
   }
   t.set_data(input_staging_[index].get());

@@ -258,7 +258,27 @@ struct ExtremeR {
   Acc finalize(Acc a) const { return a; }
   Acc line(const In* p, int64_t n, int64_t s) const {
     Acc a = init();
-    for (int64_t i = 0; i < n; ++i) a = step(a, static_cast<Acc>(p[i * s]));
+    int64_t i = 0;
+    if constexpr (std::is_same_v<In, Acc> && !std::is_same_v<Acc, bool>) {
+      if (s == 1 && n >= 32) {  // independent lanes (vectorizable); NaN tracked separately
+        constexpr int L = 16;
+        Acc lane[L];
+        for (int l = 0; l < L; ++l) lane[l] = a;
+        bool nan = false;
+        for (; i + L <= n; i += L)
+          for (int l = 0; l < L; ++l) {
+            const Acc v = p[i + l];
+            if constexpr (IsMax) lane[l] = v > lane[l] ? v : lane[l];
+            else lane[l] = v < lane[l] ? v : lane[l];
+            if constexpr (std::is_floating_point_v<Acc>) nan |= (v != v);
+          }
+        if constexpr (std::is_floating_point_v<Acc>) {
+          if (nan) return std::numeric_limits<Acc>::quiet_NaN();
+        }
+        for (int l = 0; l < L; ++l) a = step(a, lane[l]);
+      }
+    }
+    for (; i < n; ++i) a = step(a, static_cast<Acc>(p[i * s]));
     return a;
   }
   void columns(Acc* acc, const In* p, int64_t k) const {

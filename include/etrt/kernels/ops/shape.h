@@ -619,6 +619,7 @@ Status tril_out(KernelContext& ctx, const Tensor& self, int64_t diagonal, Tensor
   const int rk = out.dim();
   const int64_t rows = out.size(rk - 2), cols = out.size(rk - 1), rs = out.stride(rk - 2), cs = out.stride(rk - 1);
   const size_t es = element_size(out.dtype());
+  diagonal = std::clamp<int64_t>(diagonal, -rows - 1, cols + 1);  // no overflow in i + diagonal + 1
   mv::View batch = shape_detail::with_data(out);
   for (int i = 0; i < rk - 2; ++i) batch.push(out.size(i), out.stride(i));
   char* base = static_cast<char*>(out.data());

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need, then builds and installs the bindings.
+#
+#   ./install_executorch.sh            # system packages, .venv (unless a venv is active), torch (CPU), the package
+#   ./install_executorch.sh --no-torch # the same without torch (outputs are then ExecuTorchResult)
+#   ./install_executorch.sh --cuda     # request the CUDA build (meson option cuda=enabled; needs nvcc)
+#
+# After it: `. .venv/bin/activate` (when it created .venv) and `python -c "from executorch.extension.pybindings
+# import portable_lib"` works.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=$(pwd)
+
+with_torch=1
+cuda=disabled
+for arg in "$@"; do
+  case "$arg" in
+    --no-torch) with_torch=0 ;;
+    --cuda) cuda=enabled ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "unknown option: $arg" >&2; exit 2 ;;
+  esac
+done
+
+# 1. System packages (Debian): the C++ header packages the build and the C++ tests use.
+apt_packages=(catch2 libdlpack-dev librange-v3-dev g++ pkg-config)
+missing=()
+for p in "${apt_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing system packages: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 2. A virtual environment: the active one, or .venv at the checkout's root.
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+  py="$VIRTUAL_ENV/bin/python"
+else
+  [ -x "$root/.venv/bin/python" ] || python3 -m venv "$root/.venv"
+  py="$root/.venv/bin/python"
+fi
+echo "== using $py"
+
+# 3. Python packages for the build (no build isolation) and the tests.
+"$py" -m pip install -q meson meson-python ninja pybind11 numpy pytest
+if [ "$with_torch" = 1 ]; then
+  # The CPU build: torch is only ever used through its Python API (outputs via DLPack), never linked.
+  "$py" -m pip install -q "torch==2.13.0" || "$py" -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu
+fi
+
+# 4. Build and install the package.
+echo "== building and installing the bindings (cuda=$cuda)"
+"$py" -m pip install -q . --no-build-isolation -Csetup-args=-Dcuda="$cuda"
+"$py" -c "from executorch.extension.pybindings import portable_lib as p; print('portable_lib installed; output mode:', p._output_mode)"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite: the C++ runtime and kernel tests (Catch2, via meson test), then the Python tests (pytest)
+# in every output mode: torch outputs, ExecuTorchResult outputs with torch installed, and torch blocked from import.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$root/.venv/bin/python" ]; then
+  # shellcheck disable=SC1091
+  . "$root/.venv/bin/activate"
+fi
+py=$(command -v python)
+
+echo "== C++ tests (Catch2)"
+if [ ! -f build-tests/build.ninja ]; then
+  meson setup build-tests -Dtests=true -Dbuildtype=release >/dev/null
+fi
+meson compile -C build-tests
+meson test -C build-tests --print-errorlogs
+
+echo "== Python tests"
+cd "$root/tests/python"   # not the checkout root, so `executorch` resolves to the installed package
+has_torch=$("$py" -c "import importlib.util as u; print(1 if u.find_spec('torch') else 0)")
+if [ "$has_torch" = 1 ]; then
+  echo "-- output mode: torch (default with torch installed)"
+  "$py" -m pytest -q -p no:cacheprovider .
+  echo "-- output mode: executorch (EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=executorch)"
+  EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=executorch "$py" -m pytest -q -p no:cacheprovider .
+fi
+echo "-- torch blocked from import"
+ETRT_TEST_BLOCK_TORCH=1 "$py" -m pytest -q -p no:cacheprovider .
