@@ -45,14 +45,22 @@ def test_fixture_matches_eager(portable_lib, fx):
     assert len(outs) == len(expected)
     tol = fx["tolerance"]
     for k, (got, exp) in enumerate(zip(outs, expected)):
-        g = to_numpy(got) if not (hasattr(got, "dtype_name") and got.dtype_name == "bfloat16") else np.asarray(got)
         if f"out{k}" in bf16:
-            if hasattr(got, "detach"):  # torch bfloat16 tensor
-                g = got.view(__import__("torch").int16).numpy().view(np.uint16)
-            g = as_float(f"out{k}", np.asarray(g).view(np.uint16).reshape(exp.shape), bf16)
+            g = as_float(f"out{k}", bf16_bits(got).reshape(exp.shape), bf16)
             exp = as_float(f"out{k}", exp, bf16)
+        else:
+            g = to_numpy(got)
         assert g.shape == exp.shape, (g.shape, exp.shape)
         np.testing.assert_allclose(g, exp, rtol=tol["rtol"], atol=tol["atol"])
+
+
+def bf16_bits(x):
+    """The uint16 bit patterns of a bfloat16 output (torch tensor, or ExecuTorchResult's flat bytes)."""
+    if hasattr(x, "detach"):
+        import torch
+        return x.detach().contiguous().view(torch.int16).numpy().view(np.uint16)
+    assert x.dtype_name == "bfloat16"
+    return np.asarray(x).view(np.uint16)
 
 
 @pytest.mark.parametrize("fx", FIXTURE_LIST, ids=[f["name"] for f in FIXTURE_LIST])

@@ -252,11 +252,23 @@ class InputConverter {
     const std::string fmt = view->format ? view->format : "B";
     auto dtype = parse_buffer_format(fmt, static_cast<size_t>(view->itemsize));
     if (!dtype) throw error(index, cat("unsupported buffer format '", fmt, "' (itemsize ", view->itemsize, ")"));
-    std::vector<int64_t> sizes(view->shape, view->shape + view->ndim), strides(static_cast<size_t>(view->ndim));
-    for (int d = 0; d < view->ndim; ++d) {
-      if (view->strides[d] % view->itemsize != 0)
-        throw error(index, "buffer strides are not a multiple of the item size");
-      strides[d] = view->strides[d] / view->itemsize;
+    if (view->ndim < 0 || view->ndim > kMaxDims || view->itemsize <= 0)
+      throw error(index, cat("buffer of rank ", view->ndim, " is not supported"));
+    // Some exporters (ctypes) leave shape or strides null: null shape = one dimension of len / itemsize,
+    // null strides = C-contiguous.
+    std::vector<int64_t> sizes(static_cast<size_t>(view->ndim)), strides(static_cast<size_t>(view->ndim));
+    for (int d = 0; d < view->ndim; ++d)
+      sizes[d] = view->shape ? view->shape[d] : static_cast<int64_t>(view->len / view->itemsize);
+    int64_t contiguous_stride = 1;
+    for (int d = view->ndim; d-- > 0;) {
+      if (view->strides) {
+        if (view->strides[d] % view->itemsize != 0)
+          throw error(index, "buffer strides are not a multiple of the item size");
+        strides[d] = view->strides[d] / view->itemsize;
+      } else {
+        strides[d] = contiguous_stride;
+        contiguous_stride *= sizes[d];
+      }
     }
     // Raw bytes for a bfloat16 input take the exported shape (NumPy has no bfloat16).
     if (expected && expected->tensor && expected->tensor->dtype == ScalarType::BFloat16 &&

@@ -206,6 +206,31 @@ TEST_CASE("amax, amin, max/min unary, NaN propagation", "[kernels][reduce]") {
   CHECK(st.error().what.find("must equal input dtype") != std::string::npos);
 }
 
+TEST_CASE("amax/amin on long contiguous rows (lane path)", "[kernels][reduce]") {
+  KernelContext ctx;
+  std::vector<float> x(2 * 100);
+  for (int i = 0; i < 200; ++i) x[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+  x[150] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> o(2);
+  Tensor to = mk(o, {2});
+  const std::vector<int64_t> d1{1};
+  REQUIRE(amax_out<real_bool_types>(ctx, mk(x, {2, 100}), d1, false, to));
+  float r0 = -1e9f;
+  for (int i = 0; i < 100; ++i) r0 = std::max(r0, x[i]);
+  CHECK(o[0] == r0);
+  CHECK(std::isnan(o[1]));
+  REQUIRE(amin_out<real_bool_types>(ctx, mk(x, {2, 100}), d1, false, to));
+  float m0 = 1e9f;
+  for (int i = 0; i < 100; ++i) m0 = std::min(m0, x[i]);
+  CHECK(o[0] == m0);
+  CHECK(std::isnan(o[1]));
+  std::vector<int64_t> xi(97), oi{0};
+  for (int i = 0; i < 97; ++i) xi[i] = (i * 13) % 97 - 40;
+  Tensor toi = mk(oi, {});
+  REQUIRE(max_unary_out<real_bool_types>(ctx, mk(xi, {97}), toi));
+  CHECK(oi[0] == 56);
+}
+
 TEST_CASE("argmax, argmin, max.dim_max, min.dim_min", "[kernels][reduce]") {
   KernelContext ctx;
   std::vector<float> x{1, 7, 7, 3, 0, 9, 2, 0};  // [2, 4]
