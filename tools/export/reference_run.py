@@ -26,6 +26,9 @@ logging.disable(logging.WARNING)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+# Registers the quantized_decomposed::*.out kernels with the upstream runtime too
+# (portable_lib alone lacks them: quantized_* fixtures fail with OperatorMissing 0x14).
+import executorch.kernels.quantized  # noqa: E402, F401
 from executorch.extension.pybindings.portable_lib import (  # noqa: E402
     _load_bundled_program_from_buffer,
     _load_for_executorch,

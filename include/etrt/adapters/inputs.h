@@ -74,25 +74,25 @@ class InputConverter {
       in.keepalive = py::reinterpret_borrow<py::object>(obj);
       return in;
     }
-    if (is_torch_like(obj)) return from_torch(obj, index, expected);
-    if (PyCapsule_CheckExact(obj.ptr())) return from_capsule(obj, index);
-    if (PyObject_CheckBuffer(obj.ptr()) && !PyBytes_Check(obj.ptr()) && !PyUnicode_Check(obj.ptr()))
-      return from_buffer(obj, index, expected);
-    if (PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr())) return from_buffer(obj, index, expected);
-    if (py::hasattr(obj, "__dlpack__")) return from_dlpack_producer(obj, index);
-    if (obj.is_none()) return scalar(EValue());
-    if (PyBool_Check(obj.ptr())) return scalar(EValue(obj.cast<bool>()));
-    if (PyLong_Check(obj.ptr())) {
+    // Cheap type checks first; attribute probes (which raise AttributeError internally) last.
+    PyObject* o = obj.ptr();
+    if (PyObject_CheckBuffer(o)) return from_buffer(obj, index, expected);  // NumPy, array, ctypes, bytes
+    if (PyCapsule_CheckExact(o)) return from_capsule(obj, index);
+    if (o == Py_None) return scalar(EValue());
+    if (PyBool_Check(o)) return scalar(EValue(o == Py_True));
+    if (PyLong_Check(o)) {
       int overflow = 0;
-      const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+      const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
       if (overflow) throw error(index, "int does not fit in 64 bits");
       return scalar(EValue(static_cast<int64_t>(v)));
     }
-    if (PyFloat_Check(obj.ptr())) return scalar(EValue(obj.cast<double>()));
+    if (PyFloat_Check(o)) return scalar(EValue(PyFloat_AS_DOUBLE(o)));
     if (PyUnicode_Check(obj.ptr())) {
       strings_.push_back(obj.cast<std::string>());
       return scalar(EValue(std::string_view(strings_.back())));
     }
+    if (is_torch_like(obj)) return from_torch(obj, index, expected);
+    if (py::hasattr(obj, "__dlpack__")) return from_dlpack_producer(obj, index);
     throw error(index, cat("unsupported Python type ", std::string(py::str(py::type::handle_of(obj))),
                            "; pass tensors, buffers, DLPack producers or scalars as a flat sequence"));
   }
@@ -280,8 +280,7 @@ class InputConverter {
       strides_from_dim_order(sizes, expected->tensor->dim_order, strides);
     }
     HostInput in;
-    set_view(in, view->buf, *dtype, sizes, strides, Device{}, !view->readonly,
-             py::hasattr(obj, "__array_interface__") ? "numpy" : "buffer", index);
+    set_view(in, view->buf, *dtype, sizes, strides, Device{}, !view->readonly, "buffer", index);
     in.buffer = std::move(view);
     in.keepalive = py::reinterpret_borrow<py::object>(obj);
     return in;

@@ -46,7 +46,8 @@ T check(Result<T>&& r) {
 /// Holds `mu` for a scope, taking it without the GIL (Note [lock order]).
 class MethodLock {
  public:
-  explicit MethodLock(std::mutex& mu) : lock_(mu, std::defer_lock) {
+  explicit MethodLock(std::mutex& mu) : lock_(mu, std::try_to_lock) {
+    if (lock_.owns_lock()) return;  // uncontended: no need to drop the GIL
     py::gil_scoped_release release;
     lock_.lock();
   }
@@ -164,6 +165,10 @@ class PyMethod {
   /// A single tensor-like object is one input; any other sequence is the flat list of inputs.
   static std::vector<py::object> as_input_list(py::handle inputs) {
     std::vector<py::object> out;
+    if (PyList_Check(inputs.ptr()) || PyTuple_Check(inputs.ptr())) {
+      for (py::handle h : inputs) out.push_back(py::reinterpret_borrow<py::object>(h));
+      return out;
+    }
     const bool tensor_like = PyObject_CheckBuffer(inputs.ptr()) || PyCapsule_CheckExact(inputs.ptr()) ||
                              py::hasattr(inputs, "__dlpack__") || py::isinstance<ExecuTorchResult>(inputs) ||
                              py::hasattr(inputs, "data_ptr");

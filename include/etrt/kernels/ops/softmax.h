@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/pointwise_util.h"
 
 namespace etrt::kernels {
@@ -17,6 +18,15 @@ namespace detail {
 template <class T, bool Log>
 void softmax_row(const T* x, int64_t xs, T* y, int64_t ys, int64_t n) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float> && !Log) {
+    if (xs == 1 && ys == 1) {  // the common case: vectorized max, exp and sum
+      float m = max_lanes(x, n);
+      if (m == -std::numeric_limits<float>::infinity()) m = 0.0f;
+      const float inv = 1.0f / exp_shift_sum(x, y, n, m);
+      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+      return;
+    }
+  }
   C m = -std::numeric_limits<C>::infinity();
   for (int64_t i = 0; i < n; ++i) {
     const C v = static_cast<C>(x[i * xs]);

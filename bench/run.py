@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Benchmarks. Every number is a ratio against a reference measured in the same run (lower is better).
+
+    python bench/run.py            # kernels vs NumPy, zoo latency vs upstream portable_lib, Python-boundary overhead
+
+1. Kernels (bench/models/*.pte, exported with inputs not memory planned, outputs borrowed): add on 16M floats,
+   linear 512x512x512, a ResNet 3x3 conv layer, softmax over rows, each against the same computation in NumPy.
+2. Zoo latency: every fixture in tests/fixtures/exported against the upstream runtime (executorch from PyPI),
+   run in its own venv in a separate process (tools/export/make_export_venv.sh makes it; skipped without it).
+3. Overhead: forward() on the tiny add fixture, ExecuTorchResult and torch outputs, clone on and off, against one
+   np.add(out=) call and against upstream on the same file.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from timing import median_seconds  # noqa: E402
+
+MODELS = HERE / "models"
+FIXTURES = ROOT / "tests" / "fixtures" / "exported"
+UPSTREAM_PY = pathlib.Path(os.environ.get("ETRT_UPSTREAM_PYTHON", ROOT / ".venv-export" / "bin" / "python"))
+
+
+def row(name, ours, ref, ref_name):
+    ratio = ours / ref if isinstance(ref, float) and ref > 0 else float("nan")
+    ref_s = f"{ref * 1e3:10.3f} ms" if isinstance(ref, float) else f"{str(ref)[:40]:>13}"
+    print(f"  {name:28s} ours {ours * 1e3:10.3f} ms   {ref_name} {ref_s}   ratio {ratio:6.2f}")
+
+
+def kernels(pl):
+    print("== kernels vs NumPy (same process, single call latency, median)")
+    rng = np.random.default_rng(0)
+
+    m = pl._load_for_executorch(str(MODELS / "add_16m.pte"))
+    x, y = rng.standard_normal(1 << 24, dtype=np.float32), rng.standard_normal(1 << 24, dtype=np.float32)
+    buf = np.empty_like(x)
+    ours = median_seconds(lambda: m.forward([x, y], clone_outputs=False))
+    row("add f32[16M]", ours, median_seconds(lambda: np.add(x, y, out=buf)), "numpy")
+
+    m = pl._load_for_executorch(str(MODELS / "linear_512.pte"))
+    a = rng.standard_normal((512, 512), dtype=np.float32)
+    w = rng.standard_normal((512, 512), dtype=np.float32)
+    b = rng.standard_normal(512, dtype=np.float32)
+    ours = median_seconds(lambda: m.forward([a], clone_outputs=False))
+    row("linear 512x512x512", ours, median_seconds(lambda: np.add(a @ w.T, b)), "numpy")
+
+    m = pl._load_for_executorch(str(MODELS / "conv2d_resnet.pte"))
+    xc = rng.standard_normal((1, 64, 56, 56), dtype=np.float32)
+    wc = rng.standard_normal((64, 64, 3, 3), dtype=np.float32)
+
+    def numpy_conv():  # im2col + one matmul: the same algorithm NumPy users write
+        xp = np.pad(xc[0], ((0, 0), (1, 1), (1, 1)))
+        cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(1, 2))  # C, H, W, 3, 3
+        cols = cols.transpose(0, 3, 4, 1, 2).reshape(64 * 9, 56 * 56)
+        return wc.reshape(64, -1) @ cols
+
+    ours = median_seconds(lambda: m.forward([xc], clone_outputs=False))
+    row("conv2d 64->64 3x3 @56x56", ours, median_seconds(numpy_conv), "numpy")
+
+    m = pl._load_for_executorch(str(MODELS / "softmax_rows.pte"))
+    xs = rng.standard_normal((256, 4096), dtype=np.float32)
+
+    def numpy_softmax():
+        e = np.exp(xs - xs.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    ours = median_seconds(lambda: m.forward([xs], clone_outputs=False))
+    row("softmax f32[256,4096] dim=-1", ours, median_seconds(numpy_softmax), "numpy")
+
+
+def fixture_inputs(fx):
+    z = np.load(FIXTURES / fx["files"]["npz"])
+    kinds = [e["type"] for e in fx["methods"][fx["main_method"]]["eager_inputs"][0]]
+    inputs, spec = [], []
+    for i, kind in enumerate(kinds):
+        key = f"in{i}"
+        if kind == "int":
+            inputs.append(int(z[key]))
+        elif kind == "float":
+            inputs.append(float(z[key]))
+        elif key in fx["npz"]["bf16_as_uint16"]:
+            inputs.append(np.ascontiguousarray(z[key]).view(np.uint8))
+            kind = "skip"
+        else:
+            inputs.append(np.ascontiguousarray(z[key]))
+        spec.append([kind, key])
+    return inputs, spec
+
+
+def run_upstream(spec):
+    if not UPSTREAM_PY.exists():
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        r = subprocess.run([str(UPSTREAM_PY), str(HERE / "upstream_latency.py"), f.name], capture_output=True,
+                           text=True, timeout=600, cwd=tempfile.gettempdir())
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+        return json.loads(lines[-1]) if lines else {"_error": r.stderr[-300:]}
+    finally:
+        os.unlink(f.name)
+
+
+def zoo(pl):
+    print("== zoo latency vs upstream portable_lib (separate process, its own venv)")
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    ours, spec = {}, []
+    for fx in manifest["fixtures"]:
+        inputs, kinds = fixture_inputs(fx)
+        m = pl._load_for_executorch(str(FIXTURES / fx["files"]["pte"]))
+        ours[fx["name"]] = median_seconds(lambda: m.run_method(fx["main_method"], inputs))
+        if all(k != "skip" for k, _ in kinds):
+            spec.append({"name": fx["name"], "pte": str(FIXTURES / fx["files"]["pte"]), "method": fx["main_method"],
+                         "npz": str(FIXTURES / fx["files"]["npz"]), "inputs": kinds})
+    up = run_upstream(spec)
+    if up is None:
+        print(f"  upstream runtime not installed at {UPSTREAM_PY} (tools/export/make_export_venv.sh); ours only")
+        up = {}
+    for name, t in ours.items():
+        row(name, t, up.get(name, "n/a"), "upstream")
+
+
+def overhead():
+    print("== Python-boundary overhead: forward() on add.pte f32[2,3] (one process per output mode)")
+    code = r"""
+import os, sys, json
+sys.path.insert(0, %r)
+import numpy as np
+from timing import median_seconds
+from executorch.extension.pybindings import portable_lib as pl
+m = pl._load_for_executorch(%r)
+x = np.ones((2, 3), np.float32); y = np.ones((2, 3), np.float32); buf = np.empty_like(x)
+r = {"mode": pl._output_mode,
+     "clone": median_seconds(lambda: m.forward([x, y]), min_time=0.5),
+     "borrow": median_seconds(lambda: m.forward([x, y], clone_outputs=False), min_time=0.5),
+     "np_add": median_seconds(lambda: np.add(x, y, out=buf), min_time=0.5)}
+print(json.dumps(r))
+""" % (str(HERE), str(FIXTURES / "add.pte"))
+    results = []
+    for mode in ("executorch", "torch"):
+        env = dict(os.environ, EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=mode)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                           cwd=tempfile.gettempdir())
+        if r.returncode != 0:
+            print(f"  {mode} mode unavailable: {r.stderr.strip().splitlines()[-1][:100]}")
+            continue
+        results.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    spec = [{"name": "clone", "pte": str(FIXTURES / "add.pte"), "method": "forward",
+             "npz": str(FIXTURES / "add.npz"), "inputs": [["tensor", "in0"], ["tensor", "in1"]], "clone": True},
+            {"name": "borrow", "pte": str(FIXTURES / "add.pte"), "method": "forward",
+             "npz": str(FIXTURES / "add.npz"), "inputs": [["tensor", "in0"], ["tensor", "in1"]], "clone": False}]
+    up = run_upstream(spec) or {}
+    for r in results:
+        for kind in ("clone", "borrow"):
+            name = f"{r['mode']} out, clone={kind == 'clone'}"
+            row(name, r[kind], r["np_add"], "np.add(out=)")
+            if isinstance(up.get(kind), float):
+                row(name, r[kind], up[kind], "upstream")
+
+
+def main():
+    os.chdir(tempfile.gettempdir())  # import the installed package, not the checkout
+    from executorch.extension.pybindings import portable_lib as pl
+    kernels(pl)
+    zoo(pl)
+    overhead()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
