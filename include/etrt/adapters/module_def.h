@@ -9,7 +9,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -155,7 +158,13 @@ class PyMethod {
   static std::shared_ptr<PyMethod> load(std::shared_ptr<ProgramState> ps, const std::string& name) {
     auto st = std::make_shared<MethodState>();
     st->program = ps;
+    const uint64_t t0 = now_ticks();
     st->method = check(Method::load(ps->program, name, ps->options()));
+    if (ps->etdump) {
+      const uint64_t t1 = now_ticks();
+      ps->etdump->record_load(t0, t1, t0, t1);
+      st->method->set_observer(ps->etdump.get());
+    }
     return std::make_shared<PyMethod>(std::move(st));
   }
 
@@ -215,7 +224,9 @@ class PyMethod {
     Status st;
     {
       py::gil_scoped_release release;
+      if (s.program->etdump) s.program->etdump->begin_execute();
       st = s.method->execute();
+      if (s.program->etdump) s.program->etdump->end_execute();
     }
     if (!st) {
       s.outputs_visible = false;
@@ -303,6 +314,19 @@ class PyMethod {
 
 // ---- ExecuTorchProgram / ExecuTorchModule ---------------------------------------------------------------------
 
+/// Writes the ETDump recorded since the previous write (upstream semantics: each write holds the newer runs).
+inline void write_etdump(ProgramState& ps, const std::string& path, py::object debug_buffer_path) {
+  if (!ps.etdump) throw std::runtime_error("No etdump found");
+  (void)debug_buffer_path;  // no debug buffer: intermediate outputs are not recorded
+  const auto bytes = ps.etdump->take();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error(cat("Failed to open file ", path, ": ", std::strerror(errno)));
+  const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const bool closed = std::fclose(f) == 0;
+  if (n != bytes.size()) throw std::runtime_error(cat("Failed to write etdump to file ", path));
+  if (!closed) throw std::runtime_error(cat("Failed to close etdump file ", path));
+}
+
 inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const DataSource> src,
                                                         std::shared_ptr<const DataSource> data_src,
                                                         Verification verification, bool etdump,
@@ -315,6 +339,7 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
   ps->source = src;
   ps->kernels = kernels;
   ps->enable_etdump = etdump;
+  if (etdump) ps->etdump = std::make_shared<ETDumpRecorder>();
   {
     py::gil_scoped_release release;
     auto prog = Program::load(src, verification);
@@ -546,10 +571,9 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       .def("load_method", &PyProgram::load_method, py::arg("method_name"))
       .def("method_meta", &PyProgram::method_meta, py::arg("method_name"))
       .def("has_etdump", &PyProgram::has_etdump)
-      .def("write_etdump_result_to_file", [](PyProgram& p, const std::string&, py::object) {
-        if (!p.has_etdump()) throw std::runtime_error("No etdump found");
-        throw std::runtime_error("ETDump writing is not implemented in this build yet");
-      }, py::arg("path"), py::arg("debug_buffer_path") = py::none());
+      .def("write_etdump_result_to_file",
+           [](PyProgram& p, const std::string& path, py::object dbg) { write_etdump(*p.state(), path, dbg); },
+           py::arg("path"), py::arg("debug_buffer_path") = py::none());
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "ExecuTorchModule")
       .def("run_method", &PyModule::run_method, py::arg("method_name"), py::arg("inputs") = py::list(),
@@ -562,10 +586,9 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       .def("method_meta", &PyModule::method_meta, py::arg("method_name"))
       .def("method_names", &PyModule::method_names)
       .def("has_etdump", &PyModule::has_etdump)
-      .def("write_etdump_result_to_file", [](PyModule& p, const std::string&, py::object) {
-        if (!p.has_etdump()) throw std::runtime_error("No etdump found");
-        throw std::runtime_error("ETDump writing is not implemented in this build yet");
-      }, py::arg("path"), py::arg("debug_buffer_path") = py::none());
+      .def("write_etdump_result_to_file",
+           [](PyModule& p, const std::string& path, py::object dbg) { write_etdump(*p.state(), path, dbg); },
+           py::arg("path"), py::arg("debug_buffer_path") = py::none());
 
   py::class_<PyBundledModule, std::shared_ptr<PyBundledModule>>(m, "BundledModule")
       .def("verify_result_with_bundled_expected_output", &PyBundledModule::verify, py::arg("method_name"),

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "etrt/adapters/etdump_recorder.h"
 #include "etrt/adapters/result.h"
 #include "etrt/bundled/bundled_program.h"
 #include "etrt/method/method.h"
@@ -21,6 +22,7 @@ struct ProgramState {
   std::span<const KernelEntry> kernels;
   std::span<const BackendEntry> backends;
   bool enable_etdump = false;
+  std::shared_ptr<ETDumpRecorder> etdump;  // set when enable_etdump
 
   LoadOptions options() const { return LoadOptions{kernels, backends, data_map.get()}; }
 };

@@ -1,0 +1,144 @@
+"""The portable_lib contract on CPU: Method/Program API, same-object reads, threads, ETDump, metadata, stubs."""
+import importlib.util
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, ROOT, to_numpy
+
+
+def test_program_and_method_api(portable_lib):
+    prog = portable_lib._load_program(str(FIXTURES / "two_methods.pte"))
+    assert prog.num_methods() == 2
+    names = {prog.get_method_name(0), prog.get_method_name(1)}
+    assert names == {"forward", "times_two"}
+    with pytest.raises(RuntimeError, match="out of range"):
+        prog.get_method_name(2)
+    method = prog.load_method("forward")
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(RuntimeError, match="has not been executed"):
+        method.get_outputs()
+    method.set_inputs([x, x])
+    method.execute()
+    first = method.get_outputs()
+    again = method.get_outputs()
+    assert all(a is b for a, b in zip(first, again))  # clone_outputs=True: the same objects within one execution
+    borrowed = method.get_outputs(clone_outputs=False)
+    assert borrowed[0] is not first[0]
+    method.set_inputs([x, 2 * x])
+    with pytest.raises(RuntimeError, match="set_inputs was called after the last execute"):
+        method.get_outputs()
+    method.execute()
+    np.testing.assert_array_equal(to_numpy(method.get_outputs()[0]), 3 * x)
+    np.testing.assert_array_equal(to_numpy(first[0]), 2 * x)  # the earlier clone was not overwritten
+    with pytest.raises(RuntimeError, match="unknown method"):
+        prog.load_method("nope")
+
+
+def test_method_meta_details(portable_lib):
+    m = portable_lib._load_for_executorch(str(FIXTURES / "channels_last.pte"))
+    info = m.method_meta("forward").input_tensor_meta(0)
+    assert info.dim_order() == (0, 2, 3, 1)
+    assert info.device() == "cpu"
+    meta = portable_lib._load_for_executorch(str(FIXTURES / "scalar_inputs.pte")).method_meta("forward")
+    text = repr(meta)  # non-tensor inputs are shown by their tag instead of raising
+    assert "'Int'" in text and "'Double'" in text
+
+
+def test_channels_last_input_converted(portable_lib):
+    """An NCHW-contiguous input for a channels-last method is copied into the exported layout on the host."""
+    m = portable_lib._load_for_executorch(str(FIXTURES / "channels_last.pte"))
+    z = np.load(FIXTURES / "channels_last.npz")
+    x = np.ascontiguousarray(z["in0"])  # logical NCHW, row-major
+    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # same values, channels-last strides
+    a = to_numpy(m.forward([x])[0])
+    b = to_numpy(m.forward([nhwc])[0])
+    np.testing.assert_allclose(a, z["out0"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_stateful_attribute_is_a_view(portable_lib):
+    prog = portable_lib._load_program(str(FIXTURES / "stateful.pte"))
+    method = prog.load_method("forward")
+    assert method.method_meta().num_attributes() == 1
+    state = method.get_attribute("state")
+    method.call([np.ones(3, np.float32)])
+    np.testing.assert_array_equal(to_numpy(state), [1, 1, 1])  # the view sees the in-place update
+    with pytest.raises(RuntimeError, match="no attribute 'nope'"):
+        method.get_attribute("nope")
+
+
+def test_threads_share_a_module(portable_lib):
+    m = portable_lib._load_for_executorch(str(FIXTURES / "mlp.pte"))
+    z = np.load(FIXTURES / "mlp.npz")
+    x = z["in0"]
+    expected = to_numpy(m.forward([x])[0])
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(50):
+                scale = np.float32(1 + (k * 50 + i) % 7)
+                out = to_numpy(m.forward([x * scale])[0])
+                ref = to_numpy(portable_lib._load_for_executorch(str(FIXTURES / "mlp.pte")).forward([x * scale])[0]) \
+                    if i == 0 else None
+                if ref is not None and not np.allclose(out, ref, rtol=1e-5, atol=1e-6):
+                    errors.append((k, i))
+                if scale == 1 and not np.allclose(out, expected, rtol=1e-5, atol=1e-6):
+                    errors.append((k, i))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_etdump_written_and_parsed(portable_lib, tmp_path):
+    m = portable_lib._load_for_executorch(str(FIXTURES / "add.pte"), enable_etdump=True)
+    assert m.has_etdump()
+    x = np.ones((2, 3), np.float32)
+    m.forward([x, x])
+    m.forward([x, x])
+    path = tmp_path / "run.etdp"
+    m.write_etdump_result_to_file(str(path))
+    data = path.read_bytes()
+    assert data[8:12] == b"ED00" and int.from_bytes(data[:4], "little") == len(data) - 4
+    spec = importlib.util.spec_from_file_location("etdump_dump", ROOT / "tools" / "etdump_dump.py")
+    reader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reader)
+    parsed = reader.parse(data) if hasattr(reader, "parse") else reader.read_etdump(data)
+    text = repr(parsed)
+    assert "Default" in text and "Execute" in text and "native_call_add.out" in text and "Method::execute" in text
+    no = portable_lib._load_for_executorch(str(FIXTURES / "add.pte"))
+    assert not no.has_etdump()
+    with pytest.raises(RuntimeError, match="No etdump found"):
+        no.write_etdump_result_to_file(str(tmp_path / "x.etdp"))
+
+
+def test_result_dlpack_versions(portable_lib):
+    if portable_lib._output_mode == "torch":
+        pytest.skip("ExecuTorchResult only")
+    m = portable_lib._load_for_executorch(str(FIXTURES / "add.pte"))
+    x = np.ones((2, 3), np.float32)
+    r = m.forward([x, x])[0]
+    assert r.__dlpack_device__() == (1, 0)
+    legacy = r.__dlpack__()
+    versioned = r.__dlpack__(max_version=(1, 0))
+    assert "dltensor" in repr(legacy) and "dltensor_versioned" in repr(versioned)
+    copied = np.from_dlpack(r, copy=True)
+    assert copied.ctypes.data != np.asarray(r).ctypes.data
+    assert r.to_host().shape == (2, 3)
+
+
+def test_stub_lists_every_public_name(portable_lib):
+    pyi = (ROOT / "bindings" / "executorch" / "extension" / "pybindings" / "portable_lib.pyi").read_text()
+    import executorch.extension.pybindings.portable_lib as pl
+    names = [n for n in dir(pl) if not n.startswith("__") and n not in ("_output_mode",)]
+    missing = [n for n in names if f"def {n}(" not in pyi and f"class {n}" not in pyi]
+    assert missing == [], missing
