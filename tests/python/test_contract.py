@@ -142,3 +142,10 @@ def test_stub_lists_every_public_name(portable_lib):
     names = [n for n in dir(pl) if not n.startswith("__") and n not in ("_output_mode",)]
     missing = [n for n in names if f"def {n}(" not in pyi and f"class {n}" not in pyi]
     assert missing == [], missing
+
+
+def test_logs_reach_sys_stderr(portable_lib, capsys):
+    """Runtime logs go through Python's sys.stderr (captured here), not straight to fd 2."""
+    portable_lib._load_for_executorch(str(FIXTURES / "add.pte"), enable_etdump=True, debug_buffer_size=1024)
+    err = capsys.readouterr().err
+    assert "[etrt] info: debug_buffer_size=1024 is ignored" in err

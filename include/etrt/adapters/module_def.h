@@ -463,8 +463,28 @@ inline void init_output_mode() {
   }
 }
 
+/// Sends runtime logs to Python's sys.stderr (not fd 2), so they show in notebooks too.
+inline void python_log_sink(LogLevel, std::string_view message) {
+  if (!Py_IsInitialized()) return stderr_sink(LogLevel::Error, message);
+  py::gil_scoped_acquire gil;
+  try {
+    py::object err = py::module_::import("sys").attr("stderr");
+    if (err.is_none()) return;
+    err.attr("write")(std::string(message) + "\n");
+  } catch (py::error_already_set&) {
+    PyErr_Clear();
+  }
+}
+
+inline void log_ignored_debug_buffer(size_t debug_buffer_size) {
+  if (debug_buffer_size > 0)
+    log(LogLevel::Info, cat("debug_buffer_size=", debug_buffer_size,
+                            " is ignored: this runtime records profiling events, not intermediate outputs"));
+}
+
 inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) {
   init_output_mode();
+  set_log_sink(&python_log_sink);
   m.doc() = "ExecuTorch portable runtime bindings (header-only runtime, no ATen / libtorch).";
   m.attr("_output_mode") = output_config().mode == OutputMode::Torch ? "torch" : "executorch";
 
@@ -597,7 +617,8 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   const auto verif_default = Verification::InternalConsistency;
   m.def(
       "_load_for_executorch",
-      [kernels](const std::string& path, py::object data_path, bool etdump, size_t, Verification v) {
+      [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v) {
+        log_ignored_debug_buffer(dbg);
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
         return std::make_shared<PyModule>(make_program_state(source_from_path(path), data, v, etdump, kernels));
       },
@@ -605,7 +626,8 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
   m.def(
       "_load_for_executorch_from_buffer",
-      [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t, Verification v) {
+      [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t dbg, Verification v) {
+        log_ignored_debug_buffer(dbg);
         auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
         return std::make_shared<PyModule>(make_program_state(source_from_bytes(buffer), data, v, etdump, kernels));
       },
@@ -613,7 +635,8 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
   m.def(
       "_load_program",
-      [kernels](const std::string& path, bool etdump, size_t, Verification v, py::object data_path) {
+      [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path) {
+        log_ignored_debug_buffer(dbg);
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
         return std::make_shared<PyProgram>(make_program_state(source_from_path(path), data, v, etdump, kernels));
       },
@@ -621,7 +644,8 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none());
   m.def(
       "_load_program_from_buffer",
-      [kernels](py::buffer buffer, bool etdump, size_t, Verification v, py::object data_path) {
+      [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path) {
+        log_ignored_debug_buffer(dbg);
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
         return std::make_shared<PyProgram>(make_program_state(source_from_bytes(buffer), data, v, etdump, kernels));
       },

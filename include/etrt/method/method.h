@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "etrt/backends/backend.h"
+#include "etrt/core/log.h"
 #include "etrt/core/tensor_copy.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/method/memory_plan.h"
@@ -512,6 +513,9 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
                    src.sizes, element_size(t.dtype()));
   };
   input_set_[index] = true;
+  if (!same_layout && log_enabled(LogLevel::Debug))
+    log(LogLevel::Debug, cat(where(), ": input ", index, " copied into the exported dim order ",
+                             shape_str(std::vector<int64_t>(t.dim_order().begin(), t.dim_order().end()))));
   if (meta.has_allocation) {  // planned: the arena slot was bound at load
     copy_into(t.data());
     return InputBinding::Copied;
