@@ -149,3 +149,13 @@ def test_logs_reach_sys_stderr(portable_lib, capsys):
     portable_lib._load_for_executorch(str(FIXTURES / "add.pte"), enable_etdump=True, debug_buffer_size=1024)
     err = capsys.readouterr().err
     assert "[etrt] info: debug_buffer_size=1024 is ignored" in err
+
+
+def test_extension_links_no_torch():
+    import shutil
+    import subprocess
+    import executorch.extension.pybindings._C as ext
+    if not shutil.which("ldd"):
+        pytest.skip("ldd not available")
+    deps = subprocess.run(["ldd", ext.__file__], capture_output=True, text=True, check=True).stdout
+    assert "libtorch" not in deps and "libc10" not in deps, deps

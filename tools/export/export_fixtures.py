@@ -298,6 +298,25 @@ class ExplicitQLinear(torch.nn.Module):
         return qd.dequantize_per_tensor(yq, 0.05, 128, 0, 255, torch.uint8)
 
 
+class InplaceInput(torch.nn.Module):
+    """Mutates its user input in place, then returns a new tensor."""
+
+    def forward(self, x):
+        x.add_(1.0)
+        return x * 2.0
+
+
+class ConstantOutput(torch.nn.Module):
+    """Returns (x + 1, self.const): the second output is a non-mutated buffer, i.e. a program constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("const", torch.randn(2, 3))
+
+    def forward(self, x):
+        return x + 1, self.const
+
+
 def _mlp():
     return _eval(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)))
 
@@ -575,6 +594,57 @@ FIXTURES: List[Fixture] = [
         lambda: {"forward": MethodSpec(_explicit_qlinear(), [(rn(2, 8),), (rn(2, 8),)])},
         tolerance={"rtol": 1e-3, "atol": 1e-3},
     ),
+    # ----------------------------------------------------------------- aliasing / mutation
+    Fixture(
+        "inplace_input_unplanned",
+        "forward(x): x.add_(1.0); return x * 2.0 on float32 [4], MemoryPlanningPass(alloc_graph_input=False)",
+        lambda: {"forward": MethodSpec(InplaceInput(), [(rn(4),), (rn(4),)])},
+        backend_config=lambda: ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)),
+        export_options={"memory_planning_pass": {"alloc_graph_input": False, "alloc_graph_output": True}},
+        notes=[
+            "torch.export(strict=False) accepts the in-place mutation of the user input; to_edge "
+            "functionalizes it into an output of kind USER_INPUT_MUTATION (target 'x').",
+            "Operators: aten::add.out, aten::mul.out, aten::copy.out, aten::copy_ (overload ''). "
+            "Kernel calls: add.out(x, 1.0, alpha=1, out=t) ; mul.out(t, 2.0, out=y) ; "
+            "copy.out(x, t, non_blocking=False, out=c) ; copy_(x, c, non_blocking=False): the program "
+            "writes x + 1 back into the input value itself.",
+            "The input x is NOT memory planned (no allocation_info, data_buffer_idx 0): the caller's "
+            "storage is used directly, so the write-back updates the caller's buffer in place.",
+            "The method has 2 outputs: out0 is the input value itself (same value index as input 0, "
+            "= x + 1 after execute), out1 = (x + 1) * 2 (planned). The npz and bundled expected "
+            "outputs follow that order: out0 = mutated input, out1 = returned tensor.",
+        ],
+    ),
+    Fixture(
+        "inplace_input_planned",
+        "forward(x): x.add_(1.0); return x * 2.0 on float32 [4], default memory planning",
+        lambda: {"forward": MethodSpec(InplaceInput(), [(rn(4),), (rn(4),)])},
+        notes=[
+            "Same module and program as inplace_input_unplanned (ops add.out, mul.out, copy.out, copy_; "
+            "copy_(x, c) writes x + 1 back into the input value), but the input x is memory planned "
+            "(allocation_info set): the runtime copies the caller's data into the arena, so the "
+            "write-back lands in the arena and the caller's buffer is NOT updated.",
+            "The method has 2 outputs: out0 is the input value itself (x + 1 after execute, in the "
+            "arena), out1 = (x + 1) * 2.",
+        ],
+    ),
+    Fixture(
+        "constant_output",
+        "forward(x) = (x + 1, self.const); const is a non-mutated buffer float32 [2,3]; x float32 [2,3]; "
+        "MemoryPlanningPass(alloc_graph_output=False)",
+        lambda: {"forward": MethodSpec(ConstantOutput(), [(rn(2, 3),), (rn(2, 3),)])},
+        backend_config=lambda: ExecutorchBackendConfig(
+            memory_planning_pass=MemoryPlanningPass(alloc_graph_output=False)),
+        export_options={"memory_planning_pass": {"alloc_graph_input": True, "alloc_graph_output": False}},
+        notes=[
+            "Output 1 is the constant tensor itself (value index 0, data_buffer_idx 1, no allocation_info): "
+            "its data lives in the program's constant segment (read-only). Output 0 (x + 1) is not "
+            "memory planned: the caller must provide its storage (set_output_data_ptr) before execute.",
+            "The scalar 1 becomes a constant int64 0-dim tensor converted with "
+            "dim_order_ops::_to_dim_order_copy.out (into a planned 0-dim float tensor).",
+        ],
+    ),
 ]
 
 
@@ -607,6 +677,12 @@ OBSERVATIONS = [
     "quantized_*: to_executorch needs the quantized_decomposed out variants registered "
     "(import executorch.kernels.quantized); upstream portable_lib alone cannot run these programs "
     "(OperatorMissing 0x14) unless that module is imported in the runtime process as well.",
+    "inplace_input_*: an in-place mutation of a user input is functionalized into a USER_INPUT_MUTATION "
+    "output placed before the user outputs; the plan's outputs list the input's own value index, and the "
+    "program ends with copy.out + copy_ (overload '') writing the new value into the input value. Whether the "
+    "caller's buffer sees it depends only on the input being memory planned (see manifest input_mutations).",
+    "constant_output: a non-mutated buffer returned as-is is an output whose value is the constant tensor "
+    "(data_buffer_idx > 0, no allocation_info); see manifest constant_outputs.",
 ]
 
 
@@ -785,21 +861,27 @@ def export_fixture(fx: Fixture, out_dir: str) -> Dict[str, Any]:
 
     # Eager reference outputs (computed on deep copies so export sees pristine modules).
     eager: Dict[str, List[list]] = {}
+    eager_inputs_after: Dict[str, List[list]] = {}  # the case inputs after the call (in-place mutation)
     for mname, spec in specs.items():
         ref_mod = copy.deepcopy(spec.module)
         outs = []
+        ins_after = []
         for case in spec.cases:
             mod = ref_mod if spec.stateful else copy.deepcopy(spec.module)
+            ins = [c.clone() if isinstance(c, torch.Tensor) else c for c in case]
             with torch.no_grad():
-                o = mod(*[c.clone() if isinstance(c, torch.Tensor) else c for c in case])
+                o = mod(*ins)
             outs.append([x.clone() if isinstance(x, torch.Tensor) else x for x in _flatten_out(o)])
+            ins_after.append(ins)
         eager[mname] = outs
+        eager_inputs_after[mname] = ins_after
 
     eps = {}
     for mname, spec in specs.items():
         eps[mname] = export(copy.deepcopy(spec.module), spec.cases[0], dynamic_shapes=spec.dynamic_shapes,
                             strict=False)
     edge = to_edge_transform_and_lower(eps if len(eps) > 1 else eps[next(iter(eps))])
+    input_mutations = _apply_input_mutations(edge, specs, eager, eager_inputs_after)
     epm = edge.to_executorch(fx.backend_config())
     pte = epm.buffer
     program = epm.executorch_program
@@ -893,8 +975,73 @@ def export_fixture(fx: Fixture, out_dir: str) -> Dict[str, Any]:
     if bf16_keys:
         entry["notes"].append("bfloat16 tensors in the npz are stored as uint16 bit patterns "
                               "(keys listed under npz.bf16_as_uint16).")
+    if input_mutations:
+        entry["input_mutations"] = {
+            m: [dict(im, **_input_mutation_writeback(plans[m], methods[m], im["input_index"])) for im in ims]
+            for m, ims in input_mutations.items()}
+    constant_outputs = {m: [{"output_index": k, "value_index": o["value_index"],
+                             "data_buffer_idx": plans[m].values[o["value_index"]].val.data_buffer_idx,
+                             "memory_planned": o["memory_planned"]}
+                            for k, o in enumerate(methods[m]["outputs"]) if o.get("constant")] for m in methods}
+    constant_outputs = {m: v for m, v in constant_outputs.items() if v}
+    if constant_outputs:
+        entry["constant_outputs"] = constant_outputs
     entry.update(fx.extra)
     return entry
+
+
+def _apply_input_mutations(edge, specs, eager, eager_inputs_after) -> Dict[str, list]:
+    """A user input mutated in place becomes a program output (kind USER_INPUT_MUTATION, placed before the
+    user outputs). Rebuild the expected outputs in the program's output order: the mutated input's value
+    after the eager call, then the returned values. Methods without input mutation are left untouched."""
+    from torch.export.graph_signature import InputKind, OutputKind  # noqa: PLC0415
+
+    found: Dict[str, list] = {}
+    for mname in specs:
+        sig = edge.exported_program(mname).graph_signature
+        user_inputs = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+        if not any(s.kind == OutputKind.USER_INPUT_MUTATION for s in sig.output_specs):
+            continue
+        ims = []
+        new_outs = []
+        for case_i, outs in enumerate(eager[mname]):
+            it = iter(outs)
+            row = []
+            for k, s in enumerate(sig.output_specs):
+                if s.kind == OutputKind.USER_INPUT_MUTATION:
+                    idx = user_inputs.index(s.target)
+                    row.append(eager_inputs_after[mname][case_i][idx].clone())
+                    if case_i == 0:
+                        ims.append({"output_index": k, "input_index": idx, "input_name": s.target})
+                elif s.kind == OutputKind.USER_OUTPUT:
+                    row.append(next(it))
+            row.extend(it)
+            new_outs.append(row)
+        eager[mname] = new_outs
+        found[mname] = ims
+    return found
+
+
+def _input_mutation_writeback(plan: et_schema.ExecutionPlan, minfo: Dict[str, Any], input_index: int):
+    """How the program writes back into a mutated input value: the kernel calls whose first argument
+    (self / destination for copy_) is the input's value index."""
+    vidx = plan.inputs[input_index]
+    calls = []
+    for c in plan.chains:
+        for ins in c.instructions:
+            a = ins.instr_args
+            if isinstance(a, et_schema.KernelCall) and a.args and a.args[0] == vidx:
+                op = plan.operators[a.op_index]
+                name = f"{op.name}.{op.overload}" if op.overload else op.name
+                if name.endswith("_") or (a.args[-1] == vidx and len(a.args) > 1):
+                    calls.append({"op": name, "args": list(a.args)})
+    return {
+        "value_index": vidx,
+        "input_memory_planned": minfo["inputs"][input_index]["memory_planned"],
+        "output_is_input_value": vidx in plan.outputs,
+        "writes_back_into_input": bool(calls),
+        "writeback_calls": calls,
+    }
 
 
 def main() -> int:
