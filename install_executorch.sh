@@ -3,7 +3,7 @@
 #
 #   ./install_executorch.sh            # system packages, .venv (unless a venv is active), torch (CPU), the package
 #   ./install_executorch.sh --no-torch # the same without torch (outputs are then ExecuTorchResult)
-#   ./install_executorch.sh --cuda     # request the CUDA build (meson option cuda=enabled; needs nvcc)
+#   ./install_executorch.sh --cuda     # the CUDA build (meson cuda=enabled): not implemented yet, stops with an error
 #
 # After it: `. .venv/bin/activate` (when it created .venv) and `python -c "from executorch.extension.pybindings
 # import portable_lib"` works.

@@ -539,6 +539,14 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
           py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
           py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
       .def("to_host", [](const ExecuTorchResult& r) { return r.device().is_cpu() ? r : r.copy(); })
+      .def_static(
+          "from_host",
+          [](py::object, int) -> ExecuTorchResult {
+            throw std::runtime_error(
+                "ExecuTorchResult.from_host copies to a CUDA device and needs CUDA-enabled bindings; this build is "
+                "CPU only");
+          },
+          py::arg("buffer"), py::arg("device_index") = 0)
       .def("numpy", [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); })
       .def("__repr__", [](const ExecuTorchResult& r) {
         return cat("ExecuTorchResult(shape=", shape_str(r.sizes()), ", dtype=", numpy_name(r.dtype()), ", device='",
