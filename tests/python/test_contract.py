@@ -159,3 +159,59 @@ def test_extension_links_no_torch():
         pytest.skip("ldd not available")
     deps = subprocess.run(["ldd", ext.__file__], capture_output=True, text=True, check=True).stdout
     assert "libtorch" not in deps and "libc10" not in deps, deps
+
+
+def test_only_unplanned_writable_inputs_see_in_place_updates(portable_lib):
+    """Default planning copies every input; alloc_graph_input=False reads a writable input in place."""
+    unplanned = portable_lib._load_for_executorch(str(FIXTURES / "inplace_input_unplanned.pte"))
+    planned = portable_lib._load_for_executorch(str(FIXTURES / "inplace_input_planned.pte"))
+    assert not unplanned.method_meta("forward").input_tensor_meta(0).is_memory_planned()
+    assert planned.method_meta("forward").input_tensor_meta(0).is_memory_planned()
+    x = np.full(4, 10, np.float32)
+    outs = unplanned.forward([x])
+    np.testing.assert_array_equal(x, np.full(4, 11))  # the method's own x.add_(1) reached the caller's array
+    np.testing.assert_array_equal(to_numpy(outs[1]), np.full(4, 22))
+    y = np.full(4, 10, np.float32)
+    outs = planned.forward([y])
+    np.testing.assert_array_equal(y, np.full(4, 10))  # planned: the method worked on its own copy
+    np.testing.assert_array_equal(to_numpy(outs[1]), np.full(4, 22))
+    ro = np.full(4, 10, np.float32)
+    ro.setflags(write=False)
+    unplanned.forward([ro])
+    np.testing.assert_array_equal(ro, np.full(4, 10))  # read-only buffers are copied, never written
+
+
+def test_unplanned_torch_input_updated_in_place(portable_lib):
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch not installed or blocked")
+    m = portable_lib._load_for_executorch(str(FIXTURES / "inplace_input_unplanned.pte"))
+    t = torch.zeros(4)
+    m.forward([t])
+    assert t.tolist() == [1.0] * 4
+
+
+def test_constant_output_is_read_only(portable_lib):
+    m = portable_lib._load_for_executorch(str(FIXTURES / "constant_output.pte"))
+    assert m.method_meta("forward").output_tensor_meta(1).is_memory_planned()  # constants count as planned
+    x = np.ones((2, 3), np.float32)
+    borrowed = m.forward([x], clone_outputs=False)
+    cloned = m.forward([x])
+    np.testing.assert_array_equal(to_numpy(borrowed[1]), to_numpy(cloned[1]))
+    if portable_lib._output_mode == "torch":
+        import torch
+        c = borrowed[1]
+        assert isinstance(c, torch.Tensor)
+        c += 1  # a copy: torch tensors cannot be read-only
+        np.testing.assert_array_equal(to_numpy(m.forward([x], clone_outputs=False)[1]), to_numpy(cloned[1]))
+        return
+    view = np.asarray(borrowed[1])
+    assert not view.flags.writeable
+    with pytest.raises(ValueError):
+        view[0, 0] = 5
+    copied = np.from_dlpack(borrowed[1])  # DLPack copies a read-only result by default
+    assert copied.ctypes.data != view.ctypes.data
+    shared = np.from_dlpack(borrowed[1], copy=False)  # DLPack 1.0 without a copy: marked read-only
+    assert shared.ctypes.data == view.ctypes.data and not shared.flags.writeable
+    assert np.asarray(cloned[1]).flags.writeable

@@ -69,9 +69,12 @@ class Method {
 
   /// Gives an unplanned output its storage (`size_bytes` >= the output's upper-bound bytes).
   Status set_output_data_ptr(size_t index, void* data, size_t size_bytes);
+  /// True for a tensor output that is neither planned, a constant, nor an input value (a mutated input is
+  /// returned as an output and keeps the input's storage).
   bool output_needs_storage(size_t index) const {
     const EValue& v = *outputs_[index];
-    return v.is_tensor() && !meta_.outputs[index].tensor->is_memory_planned();
+    return v.is_tensor() && !meta_.outputs[index].tensor->is_memory_planned() &&
+           std::find(inputs_.begin(), inputs_.end(), outputs_[index]) == inputs_.end();
   }
 
   Status execute();
@@ -580,7 +583,7 @@ inline Status Method::set_output_data_ptr(size_t index, void* data, size_t size_
   if (index >= outputs_.size())
     return fail(Error::InvalidArgument, where(), ": output index ", index, " out of range (", outputs_.size(), ")");
   if (!output_needs_storage(index))
-    return fail(Error::InvalidState, where(), ": output ", index, " is memory planned or a constant");
+    return fail(Error::InvalidState, where(), ": output ", index, " is memory planned, a constant or an input");
   Tensor& t = outputs_[index]->tensor_unchecked();
   if (size_bytes < t.capacity_nbytes())
     return fail(Error::InvalidArgument, where(), ": output ", index, " needs ", t.capacity_nbytes(), " bytes, got ",

@@ -6,25 +6,12 @@
 #include <vector>
 
 #include "etrt/kernels/ops/select_where.h"
-#include "etrt_generated/portable_kernels.h"
+#include "kernel_test_util.h"
 
 namespace {
 using namespace etrt;
 using namespace etrt::kernels;
-
-template <class T>
-Tensor mk(std::vector<T>& d, std::vector<int64_t> sizes, ScalarType st = dtype_of<T>, std::vector<uint8_t> order = {},
-          ShapeDynamism dyn = ShapeDynamism::Static) {
-  auto r = Tensor::make(st, sizes, order, d.data(), dyn);
-  REQUIRE(r.has_value());
-  return *r;
-}
-
-int slots_of(std::string_view name) {
-  for (const auto& e : etrt::generated::portable_kernels())
-    if (e.name == name) return e.num_slots;
-  return -1;
-}
+using namespace etrt::ktest;
 }  // namespace
 
 TEST_CASE("where.self_out broadcasts three operands", "[kernels][select_where]") {

@@ -1,0 +1,29 @@
+// Helpers shared by the kernel tests: tensors over local storage, and the generated table's slot counts.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string_view>
+#include <vector>
+
+#include "etrt_generated/portable_kernels.h"
+
+namespace etrt::ktest {
+
+/// A tensor viewing `d` (which must outlive it) with the given sizes, dtype, dim order and dynamism.
+template <class T>
+Tensor mk(std::vector<T>& d, std::vector<int64_t> sizes, ScalarType st = dtype_of<T>, std::vector<uint8_t> order = {},
+          ShapeDynamism dyn = ShapeDynamism::Static) {
+  auto r = Tensor::make(st, sizes, order, d.data(), dyn);
+  REQUIRE(r.has_value());
+  return *r;
+}
+
+/// The argument-slot count the generated table registers for `name`, or -1.
+inline int slots_of(std::string_view name) {
+  for (const auto& e : etrt::generated::portable_kernels())
+    if (e.name == name) return e.num_slots;
+  return -1;
+}
+
+}  // namespace etrt::ktest
