@@ -120,6 +120,17 @@ def zoo(pl):
         if all(k != "skip" for k, _ in kinds):
             spec.append({"name": fx["name"], "pte": str(FIXTURES / fx["files"]["pte"]), "method": fx["main_method"],
                          "npz": str(FIXTURES / fx["files"]["npz"]), "inputs": kinds})
+    corpus = pathlib.Path(os.environ.get("ETRT_CORPUS_DIR", ROOT.parent / "shared" / "corpus"))
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    for name, shape in (("maxpool2d", (1, 64, 112, 112)), ("softmax", (2, 4096))):
+        if not (corpus / f"{name}.pte").exists():
+            continue
+        x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+        np.save(tmp / f"{name}.npy", x)
+        m = pl._load_for_executorch(str(corpus / f"{name}.pte"))
+        ours[f"corpus {name}"] = median_seconds(lambda: m.forward([x]))
+        spec.append({"name": f"corpus {name}", "pte": str(corpus / f"{name}.pte"), "method": "forward",
+                     "inputs": [["npy", str(tmp / f"{name}.npy")]]})
     up = run_upstream(spec)
     if up is None:
         print(f"  upstream runtime not installed at {UPSTREAM_PY} (tools/export/make_export_venv.sh); ours only")

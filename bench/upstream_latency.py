@@ -15,6 +15,11 @@ from timing import median_seconds  # noqa: E402
 
 from executorch.extension.pybindings.portable_lib import _load_for_executorch  # noqa: E402
 
+try:  # upstream registers the quantized_decomposed kernels only when this is imported
+    import executorch.kernels.quantized  # noqa: F401,E402
+except ImportError:
+    pass
+
 
 def main():
     spec = json.loads(open(sys.argv[1]).read())
@@ -29,7 +34,7 @@ def main():
                     inputs.append(int(z[key]))
                 elif kind == "float":
                     inputs.append(float(z[key]))
-                elif kind == "random":
+                elif kind == "npy":
                     inputs.append(torch.from_numpy(np.load(key)))
                 else:
                     inputs.append(torch.from_numpy(np.ascontiguousarray(z[key])))

@@ -60,11 +60,14 @@ class MethodLock {
 };
 
 /// Wraps a result for Python: an ExecuTorchResult, or a torch.Tensor in torch output mode.
+/// In torch mode the capsule goes straight to torch.from_dlpack (its capsule form skips the protocol
+/// negotiation); a read-only result is copied first, since a torch tensor cannot be read-only.
 inline py::object wrap_result(ExecuTorchResult r) {
-  py::object obj = py::cast(std::move(r));
-  if (output_config().mode == OutputMode::Torch)
-    return py::reinterpret_borrow<py::object>(output_config().torch_from_dlpack)(obj);
-  return obj;
+  if (output_config().mode == OutputMode::Torch) {
+    py::capsule cap = to_dlpack_capsule(r.read_only() ? r.copy() : r, /*versioned=*/true, 0);
+    return py::reinterpret_borrow<py::object>(output_config().torch_from_dlpack)(cap);
+  }
+  return py::cast(std::move(r));
 }
 
 inline py::object value_to_python(const EValue& v, const std::function<py::object(const Tensor&)>& tensor) {
@@ -300,10 +303,8 @@ class PyMethod {
     MethodLock lock(state_->mu);
     Tensor* t = check(state_->method->attribute(name));
     const bool constant = state_->method->value_is_constant(t);
-    ExecuTorchResult r(*t, std::static_pointer_cast<const void>(state_), constant);
-    // A torch tensor cannot be read-only: torch mode returns constants as copies.
-    if (constant && output_config().mode == OutputMode::Torch) return wrap_result(r.copy());
-    return wrap_result(std::move(r));
+    // A view of the method's memory; wrap_result copies a read-only constant in torch mode.
+    return wrap_result(ExecuTorchResult(*t, std::static_pointer_cast<const void>(state_), constant));
   }
 
  private:
