@@ -215,3 +215,46 @@ def test_constant_output_is_read_only(portable_lib):
     shared = np.from_dlpack(borrowed[1], copy=False)  # DLPack 1.0 without a copy: marked read-only
     assert shared.ctypes.data == view.ctypes.data and not shared.flags.writeable
     assert np.asarray(cloned[1]).flags.writeable
+
+
+def run_python(code, **env):
+    import os
+    import subprocess
+    import sys
+    full_env = dict(os.environ)
+    full_env.pop("ETRT_TEST_BLOCK_TORCH", None)
+    full_env.pop("EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT", None)
+    full_env.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
+                          cwd=str(ROOT / "tests" / "python"))
+
+
+def test_output_mode_env_is_read_once_at_load():
+    code = ("import os\n"
+            "from executorch.extension.pybindings import portable_lib as pl\n"
+            "os.environ['EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT'] = 'torch'\n"
+            "import importlib; importlib.reload(pl)\n"
+            "print(pl._output_mode)\n")
+    r = run_python(code, EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT="executorch")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "executorch"
+
+
+def test_selecting_torch_without_torch_raises():
+    code = ("import sys\n"
+            "sys.modules['torch'] = None\n"
+            "from executorch.extension.pybindings import portable_lib\n")
+    r = run_python(code, EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT="torch")
+    assert r.returncode != 0
+    assert "EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=torch but torch cannot be imported" in r.stderr
+    r = run_python(code.replace("import portable_lib", "import portable_lib as pl; print(pl._output_mode)"))
+    assert r.returncode == 0 and r.stdout.strip() == "executorch"  # without the setting: falls back
+
+
+def test_program_with_data_path(portable_lib, corpus):
+    prog = portable_lib._load_program(str(corpus / "xor.pte"), data_path=str(corpus / "xor.ptd"))
+    method = prog.load_method("forward")
+    outs = method.call([np.array([[1, 0]], np.float32), np.array([1], np.int64)])
+    assert abs(float(to_numpy(outs[0])) - 0.683540) < 1e-5
+    with pytest.raises(RuntimeError, match="external data"):
+        portable_lib._load_program(str(corpus / "xor.pte")).load_method("forward")
