@@ -1,0 +1,144 @@
+// ExecuTorchProgram, ExecuTorchModule and BundledModule, and how program bytes and data files are loaded.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "etrt/adapters/py_method.h"
+
+namespace etrt::python {
+
+namespace py = pybind11;
+
+// ---- ExecuTorchProgram / ExecuTorchModule ---------------------------------------------------------------------
+
+/// Writes the ETDump recorded since the previous write (upstream semantics: each write holds the newer runs).
+inline void write_etdump(ProgramState& ps, const std::string& path, py::object debug_buffer_path) {
+  if (!ps.etdump) throw std::runtime_error("No etdump found");
+  (void)debug_buffer_path;  // no debug buffer: intermediate outputs are not recorded
+  const auto bytes = ps.etdump->take();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error(cat("Failed to open file ", path, ": ", std::strerror(errno)));
+  const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const bool closed = std::fclose(f) == 0;
+  if (n != bytes.size()) throw std::runtime_error(cat("Failed to write etdump to file ", path));
+  if (!closed) throw std::runtime_error(cat("Failed to close etdump file ", path));
+}
+
+inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const DataSource> src,
+                                                        std::shared_ptr<const DataSource> data_src,
+                                                        Verification verification, bool etdump,
+                                                        std::span<const KernelEntry> kernels) {
+  auto ps = std::make_shared<ProgramState>();
+  if (BundledProgram::is_bundled(src->bytes())) {  // a .bpte: run its embedded program
+    auto bp = check(BundledProgram::load(src));
+    src = bp->program_source();
+  }
+  ps->source = src;
+  ps->kernels = kernels;
+  ps->enable_etdump = etdump;
+  if (etdump) ps->etdump = std::make_shared<ETDumpRecorder>();
+  {
+    py::gil_scoped_release release;
+    auto prog = Program::load(src, verification);
+    if (!prog) {
+      py::gil_scoped_acquire acquire;
+      raise(prog.error());
+    }
+    ps->program = std::move(*prog);
+    if (data_src) {
+      auto dm = FlatTensorData::load(data_src);
+      if (!dm) {
+        py::gil_scoped_acquire acquire;
+        raise(dm.error());
+      }
+      ps->data_map = std::move(*dm);
+    }
+  }
+  return ps;
+}
+
+inline std::shared_ptr<const DataSource> source_from_path(const std::string& path) {
+  return check(DataSource::from_file(path));
+}
+inline std::shared_ptr<const DataSource> source_from_bytes(py::handle buffer) {
+  // The bytes are copied into storage the program owns, so the caller's object may go away (upstream #10725).
+  py::buffer_info info = py::reinterpret_borrow<py::buffer>(buffer).request();
+  return DataSource::copy_of({static_cast<const uint8_t*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)});
+}
+
+class PyProgram {
+ public:
+  explicit PyProgram(std::shared_ptr<ProgramState> ps) : ps_(std::move(ps)) {}
+  size_t num_methods() const { return ps_->program->num_methods(); }
+  std::string get_method_name(size_t i) const { return std::string(check(ps_->program->get_method_name(i))); }
+  std::shared_ptr<PyMethod> load_method(const std::string& name) { return PyMethod::load(ps_, name); }
+  PyMethodMeta method_meta(const std::string& name) const {
+    return PyMethodMeta{check(ps_->program->method_meta(name)), ps_};
+  }
+  bool has_etdump() const { return ps_->enable_etdump; }
+  const std::shared_ptr<ProgramState>& state() const { return ps_; }
+
+ private:
+  std::shared_ptr<ProgramState> ps_;
+};
+
+class PyModule {
+ public:
+  explicit PyModule(std::shared_ptr<ProgramState> ps) : ps_(std::move(ps)) {}
+
+  PyMethod& method(const std::string& name) {
+    std::lock_guard<std::mutex> g(mu_);  // held briefly, never across a GIL acquire
+    auto it = methods_.find(name);
+    if (it != methods_.end()) return *it->second;
+    if (!ps_->program->has_method(name)) raise(ps_->program->unknown_method(name));
+    auto m = PyMethod::load(ps_, name);
+    return *methods_.emplace(name, std::move(m)).first->second;
+  }
+
+  py::list run_method(const std::string& name, py::handle inputs, bool clone) {
+    return method(name).call(inputs, clone);
+  }
+  py::list plan_execute(const std::string& name, bool clone) { return method(name).run_without_inputs(clone); }
+  PyMethodMeta method_meta(const std::string& name) const {
+    return PyMethodMeta{check(ps_->program->method_meta(name)), ps_};
+  }
+  std::vector<std::string> method_names() const { return ps_->program->method_names(); }
+  bool has_etdump() const { return ps_->enable_etdump; }
+  const std::shared_ptr<ProgramState>& state() const { return ps_; }
+
+ private:
+  std::shared_ptr<ProgramState> ps_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<PyMethod>> methods_;
+};
+
+class PyBundledModule {
+ public:
+  PyBundledModule(std::shared_ptr<const BundledProgram> bp, std::shared_ptr<ProgramState> ps)
+      : bundle_(std::move(bp)), module_(std::move(ps)) {}
+
+  py::list verify(const std::string& method_name, size_t index, double rtol, double atol) {
+    PyMethod& m = module_.method(method_name);
+    MethodLock lock(m.state().mu);
+    check(bundle_->load_inputs(*m.state().method, index));
+    m.execute_locked();
+    py::list outputs = m.get_outputs_locked(true);
+    if (auto s = bundle_->verify_outputs(*m.state().method, index, rtol, atol); !s)
+      throw std::runtime_error(cat("Result verification failed with status ", static_cast<int>(s.error().code), ": ",
+                                   s.error().what));
+    return outputs;
+  }
+  const std::shared_ptr<const BundledProgram>& bundle() const { return bundle_; }
+  PyModule& module() { return module_; }
+
+ private:
+  std::shared_ptr<const BundledProgram> bundle_;
+  PyModule module_;
+};
+
+}  // namespace etrt::python
