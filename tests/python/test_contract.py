@@ -258,3 +258,21 @@ def test_program_with_data_path(portable_lib, corpus):
     assert abs(float(to_numpy(outs[0])) - 0.683540) < 1e-5
     with pytest.raises(RuntimeError, match="external data"):
         portable_lib._load_program(str(corpus / "xor.pte")).load_method("forward")
+
+
+def test_thread_count_setting_keeps_results(portable_lib):
+    before = portable_lib._threadpool_get_thread_count()
+    assert before >= 1
+    m = portable_lib._load_for_executorch(str(FIXTURES / "cnn_zoo.pte"))
+    x = np.load(FIXTURES / "cnn_zoo.npz")["in0"]
+    try:
+        portable_lib._unsafe_reset_threadpool(1)
+        one = to_numpy(m.forward([x])[0])
+        portable_lib._unsafe_reset_threadpool(3)
+        assert portable_lib._threadpool_get_thread_count() == 3
+        three = to_numpy(m.forward([x])[0])
+        np.testing.assert_allclose(one, three, rtol=1e-5, atol=1e-6)
+        with pytest.raises(RuntimeError, match="at least 1"):
+            portable_lib._unsafe_reset_threadpool(0)
+    finally:
+        portable_lib._unsafe_reset_threadpool(before)

@@ -9,6 +9,7 @@
 
 #include "etrt/adapters/py_program.h"
 #include "etrt/core/log.h"
+#include "etrt/kernels/util/parallel.h"
 
 namespace etrt::python {
 
@@ -262,8 +263,14 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   m.def("_create_profile_block", [](const std::string&) {}, py::arg("name"));
   m.def("_dump_profile_results", []() { return py::bytes(""); });
   m.def("_reset_profile_results", []() {});
-  m.def("_threadpool_get_thread_count", []() { return 1; });
-  m.def("_unsafe_reset_threadpool", [](int) {}, py::arg("num_threads"));
+  m.def("_threadpool_get_thread_count", []() { return kernels::thread_count().load(); });
+  m.def(
+      "_unsafe_reset_threadpool",
+      [](int n) {
+        if (n < 1) throw std::runtime_error(cat("num_threads must be at least 1, got ", n));
+        kernels::thread_count().store(n);
+      },
+      py::arg("num_threads"));
 }
 
 }  // namespace etrt::python

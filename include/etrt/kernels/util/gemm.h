@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "etrt/kernels/util/parallel.h"
+
 namespace etrt::kernels::gemm {
 
 /// A matrix operand: element (i, j) is at data[i * rs + j * cs].
@@ -285,6 +287,13 @@ inline void gemm(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T
           for (int64_t p = 0; p < k; ++p) s += A.data[i * A.rs + p * A.cs] * B.data[p * B.rs + j * B.cs];
           c[i * rsc + j * csc] += alpha * s;
         }
+      return;
+    }
+    // Large products split the columns of C across threads; each thread packs into its own scratch.
+    if (m * n * k >= (int64_t{1} << 22) && n >= 64) {
+      parallel_for(n, 32, [&](int64_t j0, int64_t j1) {
+        detail::blocked(m, j1 - j0, k, alpha, A, MatRef<T>{B.data + j0 * B.cs, B.rs, B.cs}, c + j0 * csc, rsc, csc);
+      });
       return;
     }
     detail::blocked(m, n, k, alpha, A, B, c, rsc, csc);
