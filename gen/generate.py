@@ -180,7 +180,8 @@ def kernels_header(ops: list[dict]) -> str:
     out.append(f"  static constexpr std::array<::etrt::KernelEntry, {len(ops)}> kTable{{{{")
     for op in ops:
         args, nret = parse_schema(op["schema"])
-        out.append(f"      {{\"{op['name']}\", {len(args) + nret}, &{ident(op['name'])}}},")
+        mask = sum(1 << i for i, (_, _, mutable) in enumerate(args) if mutable)
+        out.append(f"      {{\"{op['name']}\", {len(args) + nret}, &{ident(op['name'])}, {mask:#x}ull}},")
     out += ["  }};", "  return kTable;", "}", "", "}  // namespace etrt::generated"]
     return "\n".join(out) + "\n"
 

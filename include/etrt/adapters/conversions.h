@@ -13,6 +13,7 @@
 
 #include "etrt/adapters/result.h"
 #include "etrt/core/evalue.h"
+#include "etrt/core/utf8.h"
 
 namespace etrt::python {
 
@@ -31,7 +32,13 @@ inline OutputConfig& output_config() {
   return c;
 }
 
-[[noreturn]] inline void raise(const Failure& f) { throw std::runtime_error(f.describe()); }
+/// Raises RuntimeError; the message is made valid UTF-8 since it may quote bytes of a corrupt file.
+[[noreturn]] inline void raise(const Failure& f) { throw std::runtime_error(sanitize_utf8(f.describe())); }
+
+/// A Python str from bytes that should be UTF-8 (invalid bytes become U+FFFD instead of raising).
+inline py::str to_py_str(std::string_view s) {
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
 inline void check(const Status& s) {
   if (!s) raise(s.error());
 }
@@ -71,27 +78,37 @@ inline py::object value_to_python(const EValue& v, const std::function<py::objec
     case Tag::Int: return py::int_(v.int_unchecked());
     case Tag::Double: return py::float_(v.double_unchecked());
     case Tag::Bool: return py::bool_(v.bool_unchecked());
-    case Tag::String: return py::str(std::string(v.string_unchecked()));
+    case Tag::String: return to_py_str(v.string_unchecked());
     case Tag::Tensor: return tensor(v.tensor_unchecked());
+    // Each list is read into a named Result first: ranging over `*temporary` would keep only a reference into the
+    // destroyed temporary.
     case Tag::ListInt: {
+      auto items = v.to_int_list("output");
+      if (!items) raise(items.error());
       py::list l;
-      for (int64_t x : *v.to_int_list("output")) l.append(x);
+      for (int64_t x : *items) l.append(x);
       return l;
     }
     case Tag::ListDouble: {
+      auto items = v.to_double_list("output");
+      if (!items) raise(items.error());
       py::list l;
-      for (double x : *v.to_double_list("output")) l.append(x);
+      for (double x : *items) l.append(x);
       return l;
     }
     case Tag::ListBool: {
+      auto items = v.to_bool_list("output");
+      if (!items) raise(items.error());
       py::list l;
-      for (bool x : **v.to_bool_list("output")) l.append(x);
+      for (bool x : **items) l.append(x);
       return l;
     }
     case Tag::ListTensor:
     case Tag::ListOptionalTensor: {
+      auto items = v.to_optional_tensor_list("output");
+      if (!items) raise(items.error());
       py::list l;
-      for (Tensor* t : *v.to_optional_tensor_list("output")) l.append(t ? tensor(*t) : py::none());
+      for (Tensor* t : *items) l.append(t ? tensor(*t) : py::none());
       return l;
     }
     default: throw std::runtime_error("unsupported output type " + std::string(tag_name(v.tag())));

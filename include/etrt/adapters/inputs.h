@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "etrt/adapters/result.h"
+#include "etrt/core/utf8.h"
 #include "etrt/method/method.h"
 
 namespace etrt::python {
@@ -98,7 +99,7 @@ class InputConverter {
   }
 
   InputError error(size_t index, const std::string& what) const {
-    return InputError(cat("method '", method_, "': input ", index, ": ", what));
+    return InputError(sanitize_utf8(cat("method '", method_, "': input ", index, ": ", what)));
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "etrt/adapters/conversions.h"
 #include "etrt/adapters/state.h"
 
 namespace etrt::python {
@@ -22,7 +23,7 @@ struct PyTensorInfo {
   size_t nbytes() const { return meta.nbytes(); }
   py::tuple dim_order() const { return py::cast(std::vector<int>(meta.dim_order.begin(), meta.dim_order.end())); }
   std::string device() const { return meta.device.str(); }
-  std::string name() const { return std::string(meta.fqn); }
+  py::str name() const { return to_py_str(meta.fqn); }
   std::string repr() const {
     return cat("TensorInfo(sizes=", shape_str(meta.sizes), ", dtype=", etrt::name(meta.dtype),
                ", is_memory_planned=", meta.is_memory_planned() ? "True" : "False", ", nbytes=", meta.nbytes(), ")");

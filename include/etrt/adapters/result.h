@@ -21,11 +21,18 @@ namespace py = pybind11;
 struct HostStorage {
   ArenaPtr bytes;
   size_t size = 0;
-  static std::shared_ptr<HostStorage> allocate(size_t n) {
+  /// New zeroed storage, or null when `n` bytes cannot be allocated.
+  static std::shared_ptr<HostStorage> try_allocate(size_t n) {
     auto s = std::make_shared<HostStorage>();
     s->bytes = allocate_aligned(n);
-    if (!s->bytes) throw std::bad_alloc();
+    if (!s->bytes) return nullptr;
     s->size = n;
+    return s;
+  }
+  /// The same, raising a RuntimeError that names the size when it fails.
+  static std::shared_ptr<HostStorage> allocate(size_t n) {
+    auto s = try_allocate(n);
+    if (!s) throw std::runtime_error(cat("cannot allocate ", n, " bytes for a result"));
     return s;
   }
 };
@@ -42,6 +49,7 @@ class ExecuTorchResult {
 
   /// A copy of `t` into new host storage, same shape, strides and dim order.
   static ExecuTorchResult clone_of(const Tensor& t) {
+    if (!t.data() && t.nbytes() > 0) throw std::runtime_error("cannot read an output tensor without storage");
     auto storage = HostStorage::allocate(t.nbytes());
     if (t.nbytes()) std::memcpy(storage->bytes.get(), t.data(), t.nbytes());  // dense in its own dim order
     ExecuTorchResult r(t, storage, false);

@@ -43,7 +43,12 @@ struct MethodState {
       if (!method->output_needs_storage(i)) continue;
       const Tensor& t = method->output(i).tensor_unchecked();
       auto& s = output_storage[i];
-      if (!s || s.use_count() > 1 || s->size < t.capacity_nbytes()) s = HostStorage::allocate(t.capacity_nbytes());
+      if (!s || s.use_count() > 1 || s->size < t.capacity_nbytes()) {
+        s = HostStorage::try_allocate(t.capacity_nbytes());
+        if (!s)
+          return fail(Error::MemoryAllocationFailed, "method '", method->name(), "': cannot allocate ",
+                      t.capacity_nbytes(), " bytes for output ", i);
+      }
       ETRT_CHECK_OK(method->set_output_data_ptr(i, s->bytes.get(), s->size));
     }
     return {};

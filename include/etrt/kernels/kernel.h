@@ -30,6 +30,7 @@ struct KernelEntry {
   std::string_view name;
   int num_slots;
   KernelFn fn;
+  uint64_t mutable_slots = 0;  // bit i: argument slot i is written (a Tensor(a!) in the schema)
 };
 
 }  // namespace etrt

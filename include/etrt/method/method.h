@@ -107,6 +107,7 @@ class Method {
     std::string_view op_name;
     std::vector<EValue*> args;
     uint32_t a = 0, b = 0;  // move from/to, jump cond/destination, free index, delegate index
+    uint64_t mutable_slots = 0;  // kernel argument slots the kernel writes
   };
   struct Delegate {
     const BackendInterface* backend = nullptr;
@@ -119,6 +120,7 @@ class Method {
   Status load_instructions(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Status load_delegates(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Status run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx);
+  Status check_storage(size_t pc, const Instruction& ins) const;
   std::string where() const { return cat("method '", meta_.name, "'"); }
 
   // Declared in dependency order: the program outlives the memory, which outlives the values that point into it.
@@ -407,9 +409,18 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
           }
           if (op_entries[op]) {
             out.fn = op_entries[op]->fn;
+            out.mutable_slots = op_entries[op]->mutable_slots;
             if (static_cast<int>(args.size()) != op_entries[op]->num_slots)
               return fail(Error::InvalidProgram, at, ": ", op_names[op], " takes ", op_entries[op]->num_slots,
                           " argument slots (schema arguments + 1 return), the program passes ", args.size());
+            // A kernel must never write into a constant (it may sit in read-only mapped memory).
+            for (size_t j = 0; j < args.size() && j < 64; ++j) {
+              if (!((op_entries[op]->mutable_slots >> j) & 1u)) continue;
+              const size_t vi = static_cast<size_t>(out.args[j] - values_.data());
+              if (value_meta_[vi] && value_meta_[vi]->is_constant())
+                return fail(Error::InvalidProgram, at, ": ", op_names[op], " writes into value ", vi,
+                            ", which is a constant");
+            }
           }
           break;
         }
@@ -471,9 +482,32 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
     base += instrs.size();
   }
   (void)total;
-  for (uint32_t k = 0; k < ops.size(); ++k)
-    if (op_used[k] && !op_entries[k]) missing += cat(missing.empty() ? "" : ", ", op_names[k]);
-  if (!missing.empty())
+  // A MoveCall can put a constant's tensor into another value; no kernel may then write through it.
+  std::vector<bool> may_hold_constant(values_.size(), false);
+  for (size_t i = 0; i < values_.size(); ++i) may_hold_constant[i] = value_meta_[i] && value_meta_[i]->is_constant();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Instruction& ins : instructions_)
+      if (ins.kind == Kind::Move && may_hold_constant[ins.a] && !may_hold_constant[ins.b])
+        changed = may_hold_constant[ins.b] = true;
+  }
+  for (size_t pc = 0; pc < instructions_.size(); ++pc) {
+    const Instruction& ins = instructions_[pc];
+    if (ins.kind != Kind::Kernel || !ins.fn) continue;
+    for (size_t j = 0; j < ins.args.size() && j < 64; ++j) {
+      const size_t vi = static_cast<size_t>(ins.args[j] - values_.data());
+      if (((ins.mutable_slots >> j) & 1u) && may_hold_constant[vi])
+        return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name, ") writes into value ", vi,
+                    ", which can hold a constant");
+    }
+  }
+  bool any_missing = false;  // a name can be empty in a corrupt file, so the list itself can't be the flag
+  for (uint32_t k = 0; k < ops.size(); ++k) {
+    if (!op_used[k] || op_entries[k]) continue;
+    missing += cat(any_missing ? ", " : "", op_names[k].empty() ? std::string("<unnamed operator>") : op_names[k]);
+    any_missing = true;
+  }
+  if (any_missing)
     return fail(Error::OperatorMissing, where(), " needs operators that are not registered: ", missing);
   return {};
 }
@@ -607,10 +641,35 @@ inline bool Method::value_is_constant(const Tensor* t) const {
   return false;
 }
 
+/// Every tensor a kernel touches needs storage: a program can leave an intermediate unplanned, or free it, and a
+/// kernel must then fail instead of dereferencing null.
+inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
+  const auto missing = [&](const Tensor& t) { return t.data() == nullptr && t.capacity_nbytes() > 0; };
+  for (const EValue* v : ins.args) {
+    if (v->is_tensor()) {
+      if (missing(v->tensor_unchecked()))
+        return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name, "): value ",
+                    v - values_.data(), " is a tensor without storage (not planned, not a constant, not bound)");
+    } else if (const auto* l = std::get_if<TensorList>(&v->storage())) {
+      for (const Tensor* t : l->items)
+        if (missing(*t))
+          return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name,
+                      "): a listed tensor has no storage");
+    } else if (const auto* ol = std::get_if<OptionalTensorList>(&v->storage())) {
+      for (const Tensor* t : ol->items)
+        if (t && missing(*t))
+          return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name,
+                      "): a listed tensor has no storage");
+    }
+  }
+  return {};
+}
+
 inline Status Method::run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx) {
   // Note [checked at load]: every index, operator and slot count below was validated by Method::load.
   switch (ins.kind) {
     case Kind::Kernel: {
+      ETRT_CHECK_OK(check_storage(pc, ins));
       if (auto s = ins.fn(ctx, ins.args); !s)
         return fail(s.error().code, where(), " instruction ", pc, " (", ins.op_name, "): ", s.error().what);
       ++pc;
@@ -654,11 +713,15 @@ inline Status Method::run_instruction(size_t& pc, const Instruction& ins, Kernel
 inline Status Method::execute() {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!input_set_[i]) return fail(Error::InvalidArgument, where(), ": input ", i, " has not been set");
-  for (size_t i = 0; i < outputs_.size(); ++i)
-    if (output_needs_storage(i) && !outputs_[i]->tensor_unchecked().data() &&
-        outputs_[i]->tensor_unchecked().capacity_nbytes() > 0)
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (!outputs_[i]->is_tensor()) continue;
+    const Tensor& t = outputs_[i]->tensor_unchecked();
+    if (t.data() || t.capacity_nbytes() == 0) continue;
+    if (output_needs_storage(i))
       return fail(Error::InvalidState, where(), ": output ", i,
                   " is not memory planned and has no storage (set_output_data_ptr)");
+    return fail(Error::InvalidProgram, where(), ": output ", i, " is a tensor without storage");
+  }
   KernelContext ctx;
   size_t pc = 0, steps = 0;
   const size_t n = instructions_.size();
@@ -680,6 +743,11 @@ inline Status Method::execute() {
       ETRT_CHECK_OK(run_instruction(pc, ins, ctx));
     }
   }
+  // A program can reassign an output's tensor during execution (MoveCall, FreeCall): never hand out null storage.
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i]->is_tensor() && !outputs_[i]->tensor_unchecked().data() &&
+        outputs_[i]->tensor_unchecked().nbytes() > 0)
+      return fail(Error::InvalidProgram, where(), ": output ", i, " has no storage after execution");
   executed_ = true;
   return {};
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "etrt/core/utf8.h"
 #include "etrt/format/pte_header.h"
 #include "etrt/program/data_source.h"
 #include "etrt/program/method_meta.h"
@@ -136,6 +137,8 @@ inline Result<std::shared_ptr<const Program>> Program::load(std::shared_ptr<cons
     const std::string_view name = plan.string(pte::plan::name, "ExecutionPlan.name", &has_name);
     if (!r.ok()) return r.take_failure();
     if (!has_name) return fail(Error::InvalidProgram, "program: execution plan ", i, " has no name");
+    if (!is_valid_utf8(name))
+      return fail(Error::InvalidProgram, "program: the name of execution plan ", i, " is not valid UTF-8");
     program->plans_.push_back({std::string(name), plan.pos()});
   }
 
