@@ -27,7 +27,7 @@ struct Segment {
   uint64_t size = 0;
 };
 
-class Program : public std::enable_shared_from_this<Program> {
+class Program {
  public:
   static Result<std::shared_ptr<const Program>> load(std::shared_ptr<const DataSource> source,
                                                      Verification verification = Verification::Minimal);

@@ -15,10 +15,7 @@ Status copy_inplace(KernelContext&, Tensor& self, const Tensor& src, bool /*non_
                 " cannot be broadcast to the destination shape ", shape_str(self.sizes()));
   return visit(self.dtype(), Dtypes{}, "copy_", [&]<class T>() -> Status {
     using C = compute_t<T>;
-    if constexpr (std::is_same_v<C, T>)
-      return map_elementwise<C, C>("copy_", self, [](C x) { return x; }, src);
-    else
-      return map_elementwise<C, C>("copy_", self, [](C x) { return x; }, src);
+    return map_elementwise<C, C>("copy_", self, [](C x) { return x; }, src);
   });
 }
 

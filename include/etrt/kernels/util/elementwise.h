@@ -89,11 +89,7 @@ inline Status binary_arith(std::string_view op, KernelContext& ctx, const Tensor
   ETRT_CHECK_OK(ctx.resize(op, out, shape.span()));
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     using C = compute_t<T>;
-    if constexpr (std::is_same_v<C, T>) {
-      return map_elementwise<C, C>(op, out, [&](C x, C y) { return static_cast<C>(f(x, y)); }, a, b);
-    } else {
-      return map_elementwise<C, C>(op, out, [&](C x, C y) { return static_cast<C>(f(x, y)); }, a, b);
-    }
+    return map_elementwise<C, C>(op, out, [&](C x, C y) { return static_cast<C>(f(x, y)); }, a, b);
   });
 }
 
