@@ -47,7 +47,7 @@ echo "== using $py"
 "$py" -m pip install -q meson meson-python ninja pybind11 numpy pytest
 if [ "$with_torch" = 1 ]; then
   # The CPU build: torch is only ever used through its Python API (outputs via DLPack), never linked.
-  "$py" -m pip install -q "torch==2.13.0" || "$py" -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu
+  "$py" -m pip install -q "torch==2.13.0"
 fi
 
 # 4. Build and install the package.
