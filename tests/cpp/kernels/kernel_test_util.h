@@ -19,6 +19,14 @@ Tensor mk(std::vector<T>& d, std::vector<int64_t> sizes, ScalarType st = dtype_o
   return *r;
 }
 
+/// A tensor over raw storage (the caller keeps `data` alive), for tests that fill buffers of several dtypes.
+inline Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vector<uint8_t> order = {},
+                 ShapeDynamism dyn = ShapeDynamism::Static) {
+  auto r = Tensor::make(st, sizes, order, data, dyn);
+  REQUIRE(r.has_value());
+  return *r;
+}
+
 /// The argument-slot count the generated table registers for `name`, or -1.
 inline int slots_of(std::string_view name) {
   for (const auto& e : etrt::generated::portable_kernels())

@@ -3,20 +3,13 @@
 #include <random>
 
 #include "etrt/kernels/ops/conv.h"
-#include "etrt_generated/portable_kernels.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using namespace etrt::ktest;
 
 namespace {
-Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vector<uint8_t> order = {}) {
-  return *Tensor::make(st, sizes, order, data);
-}
-int slots_of(std::string_view name) {
-  for (const auto& e : etrt::generated::portable_kernels())
-    if (e.name == name) return e.num_slots;
-  return -1;
-}
 struct Case { int64_t N, C, H, W, O, KH, KW, s, p, d, g; bool bias; };
 
 /// Runs one 2-D case (optionally NHWC input and output) against a naive double reference.

@@ -1,21 +1,13 @@
 #include <catch2/catch.hpp>
 
 #include "etrt/kernels/ops/index.h"
-#include "etrt_generated/portable_kernels.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using namespace etrt::ktest;
 
 namespace {
-Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vector<uint8_t> order = {},
-          ShapeDynamism dyn = ShapeDynamism::Static) {
-  return *Tensor::make(st, sizes, order, data, dyn);
-}
-int slots_of(std::string_view name) {
-  for (const auto& e : etrt::generated::portable_kernels())
-    if (e.name == name) return e.num_slots;
-  return -1;
-}
 }  // namespace
 
 TEST_CASE("index_select and gather", "[index]") {

@@ -4,15 +4,13 @@
 #include <random>
 
 #include "etrt/kernels/ops/linalg.h"
-#include "etrt_generated/portable_kernels.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using namespace etrt::ktest;
 
 namespace {
-Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vector<uint8_t> order = {}) {
-  return *Tensor::make(st, sizes, order, data);
-}
 template <class T>
 std::vector<T> rnd(size_t n, unsigned seed) {
   std::mt19937 g(seed);
@@ -20,11 +18,6 @@ std::vector<T> rnd(size_t n, unsigned seed) {
   std::vector<T> v(n);
   for (auto& x : v) x = static_cast<T>(d(g));
   return v;
-}
-int slots_of(std::string_view name) {
-  for (const auto& e : etrt::generated::portable_kernels())
-    if (e.name == name) return e.num_slots;
-  return -1;
 }
 /// C[i,j] = sum_k A(i,k) B(k,j) in double, with element accessors.
 template <class FA, class FB>

@@ -5,20 +5,13 @@
 #include <random>
 
 #include "etrt/kernels/ops/pool.h"
-#include "etrt_generated/portable_kernels.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using namespace etrt::ktest;
 
 namespace {
-Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vector<uint8_t> order = {}) {
-  return *Tensor::make(st, sizes, order, data);
-}
-int slots_of(std::string_view name) {
-  for (const auto& e : etrt::generated::portable_kernels())
-    if (e.name == name) return e.num_slots;
-  return -1;
-}
 /// Naive max pool over one [C,H,W] (logical accessor), NaN-propagating, first max wins.
 template <class F>
 void ref_max(F at, int64_t C, int64_t H, int64_t W, int64_t k, int64_t s, int64_t p, int64_t d, int64_t OH, int64_t OW,

@@ -3,26 +3,18 @@
 #include <numeric>
 
 #include "etrt/kernels/ops/shape.h"
-#include "etrt_generated/portable_kernels.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using namespace etrt::ktest;
 
 namespace {
-Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vector<uint8_t> order = {},
-          ShapeDynamism dyn = ShapeDynamism::Static) {
-  return *Tensor::make(st, sizes, order, data, dyn);
-}
 template <class T>
 std::vector<T> iota_vec(size_t n, T start = T(0)) {
   std::vector<T> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(start + static_cast<T>(i));
   return v;
-}
-int slots_of(std::string_view name) {
-  for (const auto& e : etrt::generated::portable_kernels())
-    if (e.name == name) return e.num_slots;
-  return -1;
 }
 }  // namespace
 
