@@ -7,6 +7,7 @@ Inputs: gen/ops/*.toml, one [[op]] table per operator:
     header  = "etrt/kernels/ops/arithmetic.h"       # where the kernel template lives
     kernel  = "etrt::kernels::add_out"              # template <class Dtypes> Status f(KernelContext&, args...)
     dtypes  = "real_types"                          # a named list from etrt/core/scalar_type.h, or a list of C++ types
+    device_aware = true                             # optional: the kernel may receive device tensors
 
 Outputs:
     --kernels-header: etrt_generated/portable_kernels.h, a header a C++ user includes to get the portable kernel
@@ -181,7 +182,8 @@ def kernels_header(ops: list[dict]) -> str:
     for op in ops:
         args, nret = parse_schema(op["schema"])
         mask = sum(1 << i for i, (_, _, mutable) in enumerate(args) if mutable)
-        out.append(f"      {{\"{op['name']}\", {len(args) + nret}, &{ident(op['name'])}, {mask:#x}ull}},")
+        device_aware = "true" if op.get("device_aware", False) else "false"
+        out.append(f"      {{\"{op['name']}\", {len(args) + nret}, &{ident(op['name'])}, {mask:#x}ull, {device_aware}}},")
     out += ["  }};", "  return kTable;", "}", "", "}  // namespace etrt::generated"]
     return "\n".join(out) + "\n"
 

@@ -6,10 +6,15 @@
 //   auto program = etrt::Program::load(*src);
 //   etrt::LoadOptions opts{etrt::generated::portable_kernels()};
 //   auto method = etrt::Method::load(*program, "forward", opts);
+//
+// CUDA (programs with device-planned memory or the EtrtCudaBackend delegate): compile one .cu file with nvcc that
+// includes <etrt/backends/cuda/cuda_backend.h> and <etrt/backends/cuda/cuda_ops.cuh>, link the CUDA runtime, and
+// pass `&etrt::cuda::cuda_device()` as LoadOptions::cuda plus the delegate in LoadOptions::backends.
 #pragma once
 
 #include "etrt/backends/backend.h"
 #include "etrt/bundled/bundled_program.h"
+#include "etrt/device/device_interface.h"
 #include "etrt/method/method.h"
 #include "etrt/program/flat_tensor.h"
 #include "etrt/program/program.h"

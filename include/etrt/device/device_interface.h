@@ -25,7 +25,8 @@ class DeviceInterface {
   /// `nbytes` of zero-filled memory on device `index`. Null data is never returned for nbytes > 0.
   virtual Result<void*> allocate(size_t nbytes, int index) const = 0;
   virtual void release(void* p, int index) const noexcept = 0;
-  /// A copy that has completed when it returns (the host may reuse `src` at once).
+  /// Copies `nbytes`. When it returns the host may reuse or read host memory on either side; a copy between two
+  /// device buffers completes in the device's order, before any later work on that device.
   virtual Status copy(void* dst, const void* src, size_t nbytes, CopyKind kind, int index) const = 0;
   /// Waits for all work queued on device `index` (for CUDA: cudaDeviceSynchronize).
   virtual Status synchronize(int index) const = 0;

@@ -12,6 +12,8 @@
 
 namespace etrt {
 
+class DeviceInterface;
+
 /// Per-call context handed to kernels. Kernels report failures by returning a Failure; the interpreter prefixes
 /// the instruction index and operator name.
 class KernelContext {
@@ -21,6 +23,8 @@ class KernelContext {
     if (auto s = out.resize(sizes); !s) return fail(s.error().code, op, ": output ", s.error().what);
     return {};
   }
+  /// The device layer for device-aware kernels (et_copy); null in a build without CUDA.
+  const DeviceInterface* device = nullptr;
 };
 
 using KernelFn = Status (*)(KernelContext&, std::span<EValue* const>);
@@ -31,6 +35,7 @@ struct KernelEntry {
   int num_slots;
   KernelFn fn;
   uint64_t mutable_slots = 0;  // bit i: argument slot i is written (a Tensor(a!) in the schema)
+  bool device_aware = false;   // may receive device tensors (host/device copies); others only see host memory
 };
 
 }  // namespace etrt

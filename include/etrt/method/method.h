@@ -8,12 +8,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "etrt/backends/backend.h"
 #include "etrt/core/log.h"
 #include "etrt/core/tensor_copy.h"
+#include "etrt/device/device_interface.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/method/memory_plan.h"
 #include "etrt/program/flat_tensor.h"
@@ -32,6 +34,7 @@ struct LoadOptions {
   std::span<const KernelEntry> kernels;          // sorted by name (the generated table is)
   std::span<const BackendEntry> backends;
   const FlatTensorData* data_map = nullptr;      // external tensors (.ptd); must outlive the Method
+  const DeviceInterface* cuda = nullptr;         // CUDA memory and copies; null in a build without CUDA
 };
 
 /// A caller's tensor handed to set_input: a host view with strides in elements.
@@ -59,10 +62,18 @@ class Method {
   size_t num_inputs() const { return inputs_.size(); }
   size_t num_outputs() const { return outputs_.size(); }
   const Program& program() const { return *program_; }
+  /// The CUDA device layer this method was loaded with (null without one).
+  const DeviceInterface* device_api() const { return device_api_; }
+  /// Where input `input_index` (in range) is expected to live.
+  Device expected_device(size_t input_index) const {
+    const auto* m = value_meta_[static_cast<size_t>(inputs_[input_index] - values_.data())];
+    return m ? m->device : Device{};
+  }
 
   /// Binds input `index`. Planned inputs are copied into the arena; an unplanned input aliases the caller's memory
-  /// when it is a writable CPU tensor already in the exported layout, and is copied into method-owned storage
-  /// otherwise. The dtype, rank and shape must match (within the bounds of a dynamic shape).
+  /// when it is writable and already in the exported layout, and is copied into method-owned storage otherwise.
+  /// The dtype, rank, shape (within the bounds of a dynamic shape) and device must match; a device input must be in
+  /// the exported layout (the host cannot reorder device memory).
   Result<InputBinding> set_input(size_t index, const InputTensor& src);
   /// Binds a non-tensor input. Scalars are specialised at export, so the value must equal the exported one.
   Status set_input(size_t index, const EValue& value);
@@ -117,18 +128,24 @@ class Method {
 
   Status load_values(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Result<void*> resolve_tensor_data(const TensorMeta& m, size_t value_index, const LoadOptions& options);
+  Result<InputBinding> bind_device_input(size_t index, Tensor& t, const TensorMeta& meta, const InputTensor& src,
+                                         bool same_layout);
   Status load_instructions(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Status load_delegates(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Status run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx);
   Status check_storage(size_t pc, const Instruction& ins) const;
+  /// The device of `v`'s tensor, or of the first listed tensor on a device; nullopt when all are on the host.
+  std::optional<Device> device_tensor_in(const EValue& v) const;
   std::string where() const { return cat("method '", meta_.name, "'"); }
 
   // Declared in dependency order: the program outlives the memory, which outlives the values that point into it.
   std::shared_ptr<const Program> program_;
+  const DeviceInterface* device_api_ = nullptr;
   MethodMeta meta_;
   PlannedMemory memory_;
   std::vector<ArenaPtr> input_staging_;  // per input: storage for converted/copied unplanned inputs
   std::vector<size_t> input_staging_size_;
+  std::vector<DeviceBuffer> input_device_staging_;  // per input: device copies of read-only device inputs
   std::vector<EValue> values_;
   std::vector<const TensorMeta*> value_meta_;  // per value, null unless a tensor
   std::vector<TensorMeta> tensor_metas_;
@@ -153,7 +170,12 @@ inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Progra
   const fb::Table plan = r.table_at(ref->table_pos, "ExecutionPlan");
   if (!r.ok()) return r.take_failure();
   ETRT_TRY(m->meta_, read_method_meta(plan, r));
-  ETRT_TRY(m->memory_, PlannedMemory::allocate(m->meta_.planned_buffer_sizes, m->meta_.planned_buffer_devices));
+  m->device_api_ = options.cuda;
+  {
+    auto mem = PlannedMemory::allocate(m->meta_.planned_buffer_sizes, m->meta_.planned_buffer_devices, options.cuda);
+    if (!mem) return fail(mem.error().code, m->where(), ": ", mem.error().what);
+    m->memory_ = std::move(*mem);
+  }
   ETRT_CHECK_OK(m->load_values(plan, r, options));
   ETRT_CHECK_OK(m->load_delegates(plan, r, options));
   ETRT_CHECK_OK(m->load_instructions(plan, r, options));
@@ -163,6 +185,27 @@ inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Progra
 inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi, const LoadOptions& options) {
   const std::string at = cat(where(), " value ", vi);
   const size_t nbytes = t.nbytes();
+  // Planned memory decides where a tensor really is; the tensor's own device must agree with its arena.
+  const Device arena = t.has_allocation && t.memory_id >= 1 && t.memory_id <= memory_.num_arenas()
+                           ? memory_.device(t.memory_id)
+                           : Device{};
+  if (t.has_allocation && arena != t.device)
+    return fail(Error::InvalidProgram, at, " is declared on ", t.device.str(), " but planned in buffer ", t.memory_id,
+                " on ", arena.str(), " (export with enable_non_cpu_memory_planning=True)");
+  if (!t.device.is_cpu() && (t.external || (t.data_buffer_idx > 0 && !t.has_allocation)))
+    return fail(Error::NotSupported, at, ": a constant on ", t.device.str(),
+                " is not supported (constants of a device delegate belong in its payload)");
+  // Initial contents go through the device layer when the destination is device memory.
+  const auto fill = [&](uint8_t* dst, const uint8_t* src) -> Status {
+    if (nbytes == 0) return {};
+    if (arena.is_cpu()) {
+      std::memcpy(dst, src, nbytes);
+      return {};
+    }
+    if (auto s = device_api_->copy(dst, src, nbytes, CopyKind::HostToDevice, arena.index); !s)
+      return fail(s.error().code, at, ": ", s.error().what);
+    return {};
+  };
   if (t.external) {
     if (!options.data_map)
       return fail(Error::NotFound, where(), ": tensor '", t.fqn,
@@ -180,7 +223,7 @@ inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi,
                   " bytes, expected ", nbytes);
     if (!t.has_allocation) return const_cast<uint8_t*>(blob->bytes.data());
     ETRT_TRY(uint8_t * dst, memory_.address(t.memory_id, t.memory_offset, nbytes));
-    if (nbytes) std::memcpy(dst, blob->bytes.data(), nbytes);
+    ETRT_CHECK_OK(fill(dst, blob->bytes.data()));
     return static_cast<void*>(dst);
   }
   if (t.data_buffer_idx > 0 && !t.has_allocation) {
@@ -192,7 +235,7 @@ inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi,
     if (!dst) return fail(dst.error().code, at, ": ", dst.error().what);
     if (t.data_buffer_idx > 0) {
       ETRT_TRY(const uint8_t* init, program_->mutable_data(t.data_buffer_idx, nbytes));
-      if (nbytes) std::memcpy(*dst, init, nbytes);
+      ETRT_CHECK_OK(fill(*dst, init));
     }
     return static_cast<void*>(*dst);
   }
@@ -300,6 +343,7 @@ inline Status Method::load_values(const fb::Table& plan, const fb::Reader& r, co
   input_set_.assign(inputs_.size(), false);
   input_staging_.resize(inputs_.size());
   input_staging_size_.assign(inputs_.size(), 0);
+  input_device_staging_.resize(inputs_.size());
   // Non-tensor inputs carry their exported value already.
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i]->is_tensor()) input_set_[i] = true;
@@ -421,6 +465,13 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
                 return fail(Error::InvalidProgram, at, ": ", op_names[op], " writes into value ", vi,
                             ", which is a constant");
             }
+            // Portable kernels dereference their tensors on the host; only device-aware ones may see device memory.
+            if (!op_entries[op]->device_aware)
+              for (EValue* v : out.args)
+                if (const auto dev = device_tensor_in(*v))
+                  return fail(Error::InvalidProgram, at, ": ", op_names[op], " is a host kernel but value ",
+                              v - values_.data(), " lives on ", dev->str(),
+                              " (only delegates and et_copy copies run on a device)");
           }
           break;
         }
@@ -530,9 +581,13 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
     return fail(Error::InvalidArgument, where(), ": input ", index, " expected rank ", t.dim(), " ",
                 describe(t.dtype(), t.max_sizes()), ", got rank ", src.sizes.size(), " ",
                 describe(src.dtype, src.sizes));
-  if (!src.device.is_cpu())
-    return fail(Error::NotSupported, where(), ": input ", index, " is on ", src.device.str(),
-                "; this build reads CPU inputs only");
+  const Device want = t.device();
+  if (src.device != want)
+    return fail(Error::InvalidArgument, where(), ": input ", index, " is on ", src.device.str(),
+                ", the method expects it on ", want.str(),
+                want.is_cpu() ? std::string(" (copy it to the host first)")
+                              : cat(" (pass a CUDA tensor or ExecuTorchResult.from_host(x, device_index=",
+                                    static_cast<int>(want.index), "))"));
   if (auto s = t.resize(src.sizes); !s)
     return fail(s.error().code, where(), ": input ", index, " ", s.error().what);
   const size_t nbytes = t.nbytes();
@@ -549,6 +604,7 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
       copy_strided(dst, std::span<const int64_t>(dst_strides.data(), t.dim()), src.data, src.strides_elems,
                    src.sizes, element_size(t.dtype()));
   };
+  if (!want.is_cpu()) return bind_device_input(index, t, meta, src, same_layout);
   input_set_[index] = true;
   if (!same_layout && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, cat(where(), ": input ", index, " copied into the exported dim order ",
@@ -570,6 +626,49 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
   }
   t.set_data(input_staging_[index].get());
   copy_into(t.data());
+  return InputBinding::Copied;
+}
+
+inline Result<InputBinding> Method::bind_device_input(size_t index, Tensor& t, const TensorMeta& meta,
+                                                      const InputTensor& src, bool same_layout) {
+  const size_t nbytes = t.nbytes();
+  if (!same_layout)
+    return fail(Error::InvalidArgument, where(), ": input ", index, " on ", src.device.str(),
+                " is not in the exported dim order ",
+                shape_str(std::vector<int64_t>(t.dim_order().begin(), t.dim_order().end())),
+                "; a CUDA input must already be in the exported layout");
+  const auto copy_to = [&](void* dst) -> Status {
+    if (nbytes == 0) return {};
+    if (!device_api_)
+      return fail(Error::NotSupported, where(), ": input ", index, " on ", src.device.str(),
+                  " must be copied into the method's memory, and copying CUDA memory needs CUDA-enabled bindings");
+    if (auto s = device_api_->copy(dst, src.data, nbytes, CopyKind::DeviceToDevice, src.device.index); !s)
+      return fail(s.error().code, where(), ": input ", index, ": ", s.error().what);
+    return {};
+  };
+  if (meta.has_allocation) {  // a planned device input: the arena slot was bound at load
+    ETRT_CHECK_OK(copy_to(t.data()));
+    input_set_[index] = true;
+    return InputBinding::Copied;
+  }
+  if (src.writable) {
+    t.set_data(const_cast<void*>(src.data));
+    input_set_[index] = true;
+    return InputBinding::Aliased;
+  }
+  // A read-only device input must not be written by the method's in-place updates: give it a device copy.
+  DeviceBuffer& staging = input_device_staging_[index];
+  if (staging.size() < t.capacity_nbytes() || (!staging && t.capacity_nbytes() > 0)) {
+    if (!device_api_)
+      return fail(Error::NotSupported, where(), ": read-only input ", index, " on ", src.device.str(),
+                  " must be copied, and copying CUDA memory needs CUDA-enabled bindings");
+    auto buf = DeviceBuffer::allocate(*device_api_, t.capacity_nbytes(), src.device.index);
+    if (!buf) return fail(buf.error().code, where(), ": input ", index, ": ", buf.error().what);
+    staging = std::move(*buf);
+  }
+  t.set_data(staging.data());
+  ETRT_CHECK_OK(copy_to(t.data()));
+  input_set_[index] = true;
   return InputBinding::Copied;
 }
 
@@ -641,6 +740,18 @@ inline bool Method::value_is_constant(const Tensor* t) const {
   return false;
 }
 
+inline std::optional<Device> Method::device_tensor_in(const EValue& v) const {
+  const auto on_device = [](const Tensor* t) { return t && !t->device().is_cpu(); };
+  if (v.is_tensor() && on_device(&v.tensor_unchecked())) return v.tensor_unchecked().device();
+  if (const auto* l = std::get_if<TensorList>(&v.storage()))
+    for (const Tensor* t : l->items)
+      if (on_device(t)) return t->device();
+  if (const auto* l = std::get_if<OptionalTensorList>(&v.storage()))
+    for (const Tensor* t : l->items)
+      if (on_device(t)) return t->device();
+  return std::nullopt;
+}
+
 /// Every tensor a kernel touches needs storage: a program can leave an intermediate unplanned, or free it, and a
 /// kernel must then fail instead of dereferencing null.
 inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
@@ -693,6 +804,9 @@ inline Status Method::run_instruction(size_t& pc, const Instruction& ins, Kernel
         cond = c.bool_unchecked();
       } else if (c.is_tensor() && c.tensor_unchecked().dtype() == ScalarType::Bool) {
         const Tensor& t = c.tensor_unchecked();
+        if (!t.device().is_cpu())
+          return fail(Error::InvalidProgram, where(), " instruction ", pc, ": jump condition lives on ",
+                      t.device().str());
         const bool* p = t.data_as<bool>();
         cond = true;
         for (int64_t k = 0; k < t.numel(); ++k) cond = cond && p[k];
@@ -723,6 +837,7 @@ inline Status Method::execute() {
     return fail(Error::InvalidProgram, where(), ": output ", i, " is a tensor without storage");
   }
   KernelContext ctx;
+  ctx.device = device_api_;
   size_t pc = 0, steps = 0;
   const size_t n = instructions_.size();
   while (pc < n) {
