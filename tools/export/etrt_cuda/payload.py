@@ -1,0 +1,304 @@
+"""Writer and reader of the CUDA delegate's payload, format ECU1.
+
+The format is specified in include/etrt/backends/cuda/PAYLOAD.md; this module implements it byte for byte.
+`Payload.to_bytes()` validates a payload and serializes it, `Payload.from_bytes()` parses and validates one.
+Constants are carried as float32 NumPy arrays (contiguous, row-major over the value's sizes).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+MAGIC = b"ECU1"
+VERSION = 1
+HEADER_SIZE = 32
+CONSTANT_ALIGNMENT = 64
+ABSENT = 0xFFFFFFFF          # an absent optional node input
+MAX_RANK = 16
+
+DTYPE_FLOAT32 = 6            # ExecuTorch ScalarType code; the only dtype version 1 accepts
+FLAG_INPUT = 1
+FLAG_OUTPUT = 2
+FLAG_CONSTANT = 4
+
+
+class Op(IntEnum):
+    ADD = 1
+    SUB = 2
+    MUL = 3
+    DIV = 4
+    ADD_SCALAR = 5
+    MUL_SCALAR = 6
+    RELU = 10
+    GELU = 11
+    SIGMOID = 12
+    TANH = 13
+    EXP = 14
+    NEG = 15
+    SQRT = 16
+    RSQRT = 17
+    MM = 20
+    ADDMM = 21
+    BMM = 22
+    SOFTMAX = 30
+    LAYER_NORM = 31
+    COPY = 40
+    PERMUTE = 41
+    EXPAND = 42
+
+
+# op -> (number of inputs, number of outputs, attribute kinds): "f" f64, "i" i64, "*" one i64 per output dim.
+OP_SIGNATURE: Dict[Op, Tuple[int, int, str]] = {
+    Op.ADD: (2, 1, "f"), Op.SUB: (2, 1, "f"), Op.MUL: (2, 1, ""), Op.DIV: (2, 1, ""),
+    Op.ADD_SCALAR: (1, 1, "f"), Op.MUL_SCALAR: (1, 1, "f"),
+    Op.RELU: (1, 1, ""), Op.GELU: (1, 1, "i"), Op.SIGMOID: (1, 1, ""), Op.TANH: (1, 1, ""),
+    Op.EXP: (1, 1, ""), Op.NEG: (1, 1, ""), Op.SQRT: (1, 1, ""), Op.RSQRT: (1, 1, ""),
+    Op.MM: (2, 1, ""), Op.ADDMM: (3, 1, "ff"), Op.BMM: (2, 1, ""),
+    Op.SOFTMAX: (1, 1, "i"), Op.LAYER_NORM: (3, 3, "fi"),
+    Op.COPY: (1, 1, ""), Op.PERMUTE: (1, 1, "*"), Op.EXPAND: (1, 1, ""),
+}
+OPTIONAL_INPUTS = {Op.LAYER_NORM: (1, 2)}  # LAYER_NORM weight and bias may be ABSENT
+
+
+class PayloadError(ValueError):
+    pass
+
+
+@dataclass
+class Value:
+    sizes: Tuple[int, ...]
+    dim_order: Tuple[int, ...]
+    flags: int = 0
+    dtype: int = DTYPE_FLOAT32
+    data: Optional[np.ndarray] = None   # constants only: float32, shape == sizes
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.sizes, dtype=np.int64))
+
+
+@dataclass
+class Node:
+    op: Op
+    inputs: List[int]
+    outputs: List[int]
+    attrs: List[Union[int, float]] = field(default_factory=list)
+
+
+def _pad8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+@dataclass
+class Payload:
+    values: List[Value] = field(default_factory=list)
+    inputs: List[int] = field(default_factory=list)
+    outputs: List[int] = field(default_factory=list)
+    nodes: List[Node] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ building
+    def add_value(self, sizes: Sequence[int], dim_order: Optional[Sequence[int]] = None) -> int:
+        sizes = tuple(int(s) for s in sizes)
+        self.values.append(Value(sizes, tuple(dim_order) if dim_order is not None else tuple(range(len(sizes)))))
+        return len(self.values) - 1
+
+    def add_constant(self, data: np.ndarray) -> int:
+        data = np.array(data, dtype=np.float32, order="C")  # (np.ascontiguousarray would make 0-dim 1-dim)
+        self.values.append(Value(tuple(data.shape), tuple(range(data.ndim)), FLAG_CONSTANT, DTYPE_FLOAT32, data))
+        return len(self.values) - 1
+
+    def add_node(self, op: Op, inputs: Sequence[int], outputs: Sequence[int],
+                 attrs: Sequence[Union[int, float]] = ()) -> None:
+        self.nodes.append(Node(Op(op), list(inputs), list(outputs), list(attrs)))
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> None:
+        """Checks every rule of the spec that does not need shape inference."""
+        nv = len(self.values)
+        for i, v in enumerate(self.values):
+            where = f"value {i}"
+            if v.dtype != DTYPE_FLOAT32:
+                raise PayloadError(f"{where}: dtype {v.dtype} is not float32 (6); version 1 supports float32 only")
+            if len(v.sizes) > MAX_RANK:
+                raise PayloadError(f"{where}: rank {len(v.sizes)} > {MAX_RANK}")
+            if any(s < 0 for s in v.sizes):
+                raise PayloadError(f"{where}: negative size in {v.sizes}")
+            if sorted(v.dim_order) != list(range(len(v.sizes))):
+                raise PayloadError(f"{where}: dim_order {v.dim_order} is not a permutation of 0..{len(v.sizes) - 1}")
+            if v.flags & ~(FLAG_INPUT | FLAG_OUTPUT | FLAG_CONSTANT):
+                raise PayloadError(f"{where}: unknown flags {v.flags:#x}")
+            is_const = bool(v.flags & FLAG_CONSTANT)
+            if is_const and v.flags & (FLAG_INPUT | FLAG_OUTPUT):
+                raise PayloadError(f"{where}: a constant cannot be an input or an output")
+            if (v.flags & FLAG_INPUT) and (v.flags & FLAG_OUTPUT):
+                raise PayloadError(f"{where}: a value is both input and output only through a COPY node")
+            if is_const != (v.data is not None):
+                raise PayloadError(f"{where}: constant flag and data disagree")
+            if is_const and (v.data.dtype != np.float32 or tuple(v.data.shape) != v.sizes):
+                raise PayloadError(f"{where}: constant data {v.data.dtype}{list(v.data.shape)} != float32{list(v.sizes)}")
+        for kind, ids, flag in (("input", self.inputs, FLAG_INPUT), ("output", self.outputs, FLAG_OUTPUT)):
+            if len(set(ids)) != len(ids):
+                raise PayloadError(f"{kind}s list a value twice: {ids}")
+            for vid in ids:
+                if not 0 <= vid < nv:
+                    raise PayloadError(f"{kind} value id {vid} out of range ({nv} values)")
+            flagged = [i for i, v in enumerate(self.values) if v.flags & flag]
+            if sorted(flagged) != sorted(ids):
+                raise PayloadError(f"values flagged {kind} {flagged} != {kind} list {ids}")
+        written = {i for i, v in enumerate(self.values) if v.flags & (FLAG_INPUT | FLAG_CONSTANT)}
+        for n_i, n in enumerate(self.nodes):
+            where = f"node {n_i} ({n.op.name})"
+            n_in, n_out, kinds = OP_SIGNATURE[n.op]
+            if len(n.inputs) != n_in or len(n.outputs) != n_out:
+                raise PayloadError(f"{where}: {len(n.inputs)} inputs/{len(n.outputs)} outputs, expected {n_in}/{n_out}")
+            for k, vid in enumerate(n.inputs):
+                if vid == ABSENT:
+                    if k not in OPTIONAL_INPUTS.get(n.op, ()):
+                        raise PayloadError(f"{where}: input {k} is not optional")
+                    continue
+                if not 0 <= vid < nv:
+                    raise PayloadError(f"{where}: input value id {vid} out of range")
+                if vid not in written:
+                    raise PayloadError(f"{where}: input value {vid} is read before it is written")
+            for vid in n.outputs:
+                if not 0 <= vid < nv:
+                    raise PayloadError(f"{where}: output value id {vid} out of range")
+                if vid in written:
+                    raise PayloadError(f"{where}: output value {vid} is already written (or is an input/constant)")
+                written.add(vid)
+            expected_attrs = len(self.values[n.outputs[0]].sizes) if kinds == "*" else len(kinds)
+            if len(n.attrs) != expected_attrs:
+                raise PayloadError(f"{where}: {len(n.attrs)} attributes, expected {expected_attrs}")
+        for vid in self.outputs:
+            if vid not in written or self.values[vid].flags & FLAG_INPUT:
+                raise PayloadError(f"output value {vid} is not written by a node")
+
+    # ------------------------------------------------------------------ writing
+    def to_bytes(self) -> bytes:
+        self.validate()
+        body = bytearray()
+        # Constants: each 64-aligned from constants_offset, laid out in value order.
+        const_offsets: Dict[int, int] = {}
+        const_blob = bytearray()
+        for i, v in enumerate(self.values):
+            if v.flags & FLAG_CONSTANT:
+                const_blob += b"\0" * (_align(len(const_blob), CONSTANT_ALIGNMENT) - len(const_blob))
+                const_offsets[i] = len(const_blob)
+                const_blob += v.data.astype("<f4", copy=False).tobytes()
+        for i, v in enumerate(self.values):
+            rank = len(v.sizes)
+            body += struct.pack("<BBBBIQ", v.dtype, rank, v.flags, 0, 0, const_offsets.get(i, 0))
+            body += struct.pack(f"<{rank}q", *v.sizes)
+            body += bytes(v.dim_order)
+            body += b"\0" * (_pad8(len(body)) - len(body))
+        body += struct.pack(f"<{len(self.inputs)}I{len(self.outputs)}I", *self.inputs, *self.outputs)
+        body += b"\0" * (_pad8(len(body)) - len(body))
+        for n in self.nodes:
+            kinds = OP_SIGNATURE[n.op][2]
+            body += struct.pack("<HBBHH", int(n.op), len(n.inputs), len(n.outputs), len(n.attrs), 0)
+            body += struct.pack(f"<{len(n.inputs) + len(n.outputs)}I", *n.inputs, *n.outputs)
+            body += b"\0" * (_pad8(len(body)) - len(body))
+            for k, a in enumerate(n.attrs):
+                kind = "i" if kinds == "*" else kinds[k]
+                body += struct.pack("<q", int(a)) if kind == "i" else struct.pack("<d", float(a))
+        end = HEADER_SIZE + len(body)
+        constants_offset = _align(end, CONSTANT_ALIGNMENT) if const_offsets else 0
+        header = MAGIC + struct.pack("<7I", VERSION, len(self.values), len(self.inputs), len(self.outputs),
+                                     len(self.nodes), constants_offset, len(const_blob))
+        out = bytearray(header) + body
+        if const_offsets:
+            out += b"\0" * (constants_offset - len(out))
+            out += const_blob
+        return bytes(out)
+
+    # ------------------------------------------------------------------ reading
+    @classmethod
+    def from_bytes(cls, buf: bytes) -> "Payload":
+        buf = bytes(buf)
+        if len(buf) < HEADER_SIZE or buf[:4] != MAGIC:
+            raise PayloadError(f"not an ECU1 payload (magic {buf[:4]!r})")
+        version, nv, n_in, n_out, n_nodes, c_off, c_size = struct.unpack_from("<7I", buf, 4)
+        if version != VERSION:
+            raise PayloadError(f"payload version {version} is not supported (expected {VERSION})")
+        if c_off % CONSTANT_ALIGNMENT or (c_off == 0 and c_size != 0) or c_off + c_size > len(buf):
+            raise PayloadError(f"bad constants region offset {c_off} size {c_size} (payload {len(buf)} bytes)")
+
+        pos = HEADER_SIZE
+
+        def take(fmt: str) -> tuple:
+            nonlocal pos
+            size = struct.calcsize(fmt)
+            if pos + size > len(buf):
+                raise PayloadError(f"payload truncated at byte {pos}")
+            r = struct.unpack_from(fmt, buf, pos)
+            pos += size
+            return r
+
+        p = cls()
+        for i in range(nv):
+            dtype, rank, flags, r0, r1, coff = take("<BBBBIQ")
+            if r0 or r1:
+                raise PayloadError(f"value {i}: reserved fields are not zero")
+            if rank > MAX_RANK:
+                raise PayloadError(f"value {i}: rank {rank} > {MAX_RANK}")
+            sizes = take(f"<{rank}q")
+            dim_order = take(f"<{rank}B")
+            pos = _pad8(pos)
+            v = Value(tuple(sizes), tuple(dim_order), flags, dtype)
+            if flags & FLAG_CONSTANT:
+                if dtype != DTYPE_FLOAT32:
+                    raise PayloadError(f"value {i}: constant of dtype {dtype}")
+                if coff % CONSTANT_ALIGNMENT or coff + 4 * v.numel > c_size:
+                    raise PayloadError(f"value {i}: constant data at {coff} (+{4 * v.numel}) outside the region")
+                v.data = np.frombuffer(buf, "<f4", v.numel, c_off + coff).astype(np.float32).reshape(v.sizes)
+            elif coff:
+                raise PayloadError(f"value {i}: non-constant with a data offset")
+            p.values.append(v)
+        p.inputs = list(take(f"<{n_in}I"))
+        p.outputs = list(take(f"<{n_out}I"))
+        pos = _pad8(pos)
+        for j in range(n_nodes):
+            op, ni, no, na, r = take("<HBBHH")
+            if r:
+                raise PayloadError(f"node {j}: reserved field is not zero")
+            try:
+                op = Op(op)
+            except ValueError:
+                raise PayloadError(f"node {j}: unknown op {op}") from None
+            ids = take(f"<{ni + no}I")
+            pos = _pad8(pos)
+            kinds = OP_SIGNATURE[op][2]
+            attrs: List[Union[int, float]] = []
+            for k in range(na):
+                kind = "i" if kinds == "*" else (kinds[k] if k < len(kinds) else "i")
+                attrs.append(take("<q")[0] if kind == "i" else take("<d")[0])
+            p.nodes.append(Node(op, list(ids[:ni]), list(ids[ni:]), attrs))
+        if c_off and pos > c_off:
+            raise PayloadError(f"records end at byte {pos}, after constants_offset {c_off}")
+        p.validate()
+        return p
+
+    def describe(self) -> Dict[str, object]:
+        """A JSON-friendly summary (for manifests)."""
+        ops: Dict[str, int] = {}
+        for n in self.nodes:
+            ops[n.op.name] = ops.get(n.op.name, 0) + 1
+        return {
+            "num_values": len(self.values),
+            "num_nodes": len(self.nodes),
+            "num_constants": sum(1 for v in self.values if v.flags & FLAG_CONSTANT),
+            "constant_bytes": sum(4 * v.numel for v in self.values if v.flags & FLAG_CONSTANT),
+            "node_ops": ops,
+            "inputs": [{"value": i, "sizes": list(self.values[i].sizes), "dim_order": list(self.values[i].dim_order)}
+                       for i in self.inputs],
+            "outputs": [{"value": i, "sizes": list(self.values[i].sizes), "dim_order": list(self.values[i].dim_order)}
+                        for i in self.outputs],
+        }
