@@ -3,7 +3,8 @@
 #
 #   ./install_executorch.sh            # system packages, .venv (unless a venv is active), torch (CPU), the package
 #   ./install_executorch.sh --no-torch # the same without torch (outputs are then ExecuTorchResult)
-#   ./install_executorch.sh --cuda     # the CUDA build (meson cuda=enabled): not implemented yet, stops with an error
+#   ./install_executorch.sh --cuda     # the CUDA-enabled build (meson cuda=enabled): needs nvcc and the CUDA runtime
+#                                      # (CUDA Toolkit >= 12); builds and imports without a GPU
 #
 # After it: `. .venv/bin/activate` (when it created .venv) and `python -c "from executorch.extension.pybindings
 # import portable_lib"` works.
@@ -50,7 +51,13 @@ if [ "$with_torch" = 1 ]; then
   "$py" -m pip install -q "torch==2.13.0"
 fi
 
-# 4. Build and install the package.
+# 4. Build and install the package. The CUDA build finds nvcc on PATH or in the toolkit's usual place.
+if [ "$cuda" = enabled ] && ! command -v nvcc >/dev/null 2>&1; then
+  for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+    if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then export PATH="$d/bin:$PATH"; break; fi
+  done
+  command -v nvcc >/dev/null 2>&1 || { echo "--cuda: nvcc not found (install the CUDA Toolkit or set CUDA_HOME)" >&2; exit 1; }
+fi
 echo "== building and installing the bindings (cuda=$cuda)"
 "$py" -m pip install -q . --no-build-isolation -Csetup-args=-Dcuda="$cuda"
-"$py" -c "from executorch.extension.pybindings import portable_lib as p; print('portable_lib installed; output mode:', p._output_mode)"
+"$py" -c "from executorch.extension.pybindings import portable_lib as p; print('portable_lib installed; output mode:', p._output_mode, '; CUDA build:', p._C._cuda_enabled() if hasattr(p._C, '_cuda_enabled') else False)"
