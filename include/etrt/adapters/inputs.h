@@ -4,6 +4,7 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // shape and stride lists as std::vector
 
 #include <deque>
 #include <memory>
@@ -65,6 +66,13 @@ inline bool is_dense(std::span<const int64_t> sizes, std::span<const int64_t> st
 class InputConverter {
  public:
   InputConverter(std::string method, const MethodMeta& meta) : method_(std::move(method)), meta_(meta) {}
+  /// A converter outside a method call: messages start with `context` alone, and no layout is expected.
+  static InputConverter standalone(std::string context) {
+    static const MethodMeta kNoMeta{};
+    InputConverter c(std::string(), kNoMeta);
+    c.context_ = std::move(context);
+    return c;
+  }
 
   HostInput convert(py::handle obj, size_t index) const {
     const ValueInfo* expected = index < meta_.inputs.size() ? &meta_.inputs[index] : nullptr;
@@ -99,6 +107,7 @@ class InputConverter {
   }
 
   InputError error(size_t index, const std::string& what) const {
+    if (!context_.empty()) return InputError(sanitize_utf8(cat(context_, ": ", what)));
     return InputError(sanitize_utf8(cat("method '", method_, "': input ", index, ": ", what)));
   }
 
@@ -155,6 +164,9 @@ class InputConverter {
     if (expected && expected->tensor && expected->tensor->dim_order.size() == sizes.size() &&
         (!is_dense(sizes, strides) || !strides_match_dim_order(sizes, strides, expected->tensor->dim_order))) {
       const auto& order = expected->tensor->dim_order;
+      // torch copies on its own stream; wait first for whoever may still be writing the tensor
+      // (Note [device waits]).
+      if (!device.is_cpu()) device_runtime().wait(device.index);
       py::list perm, inv(order.size());
       for (size_t k = 0; k < order.size(); ++k) {
         perm.append(static_cast<int>(order[k]));
@@ -288,8 +300,54 @@ class InputConverter {
   }
 
   std::string method_;
+  std::string context_;  // replaces "method 'm': input i" in messages when set
   const MethodMeta& meta_;
   mutable std::deque<std::string> strings_;    // storage for String inputs during the call
 };
+
+/// The strides (in elements) that make a dense tensor contiguous in its own dim order: dims sorted by decreasing
+/// stride (size-1 dims stay where they are), so size-1 dims get canonical strides too.
+inline std::vector<int64_t> canonical_strides(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  std::vector<uint8_t> order(sizes.size()), moving;  // size-1 dims keep their positions; the others sort
+  for (size_t d = 0; d < order.size(); ++d) {
+    order[d] = static_cast<uint8_t>(d);
+    if (sizes[d] != 1) moving.push_back(static_cast<uint8_t>(d));
+  }
+  std::stable_sort(moving.begin(), moving.end(), [&](uint8_t a, uint8_t b) { return strides[a] > strides[b]; });
+  for (size_t d = 0, k = 0; d < order.size(); ++d)
+    if (sizes[d] != 1) order[d] = moving[k++];
+  std::vector<int64_t> out(sizes.size());
+  strides_from_dim_order(sizes, order, out);
+  return out;
+}
+
+/// ExecuTorchResult.from_host: a host tensor (buffer, CPU DLPack, CPU torch tensor or CPU result) copied to CUDA
+/// device `device_index`, laid out contiguously in its own dim order.
+inline ExecuTorchResult result_from_host(py::handle obj, int device_index) {
+  constexpr std::string_view kWhere = "ExecuTorchResult.from_host";
+  DeviceRuntime& rt = device_runtime();
+  if (const std::string problem = rt.device_problem(device_index); !problem.empty())
+    throw std::runtime_error(cat(kWhere, ": cannot copy to ", problem));
+  InputConverter conv = InputConverter::standalone(std::string(kWhere));
+  HostInput in = conv.convert(obj, 0);
+  if (!in.is_tensor)
+    throw py::type_error(cat(kWhere, " takes a CPU tensor (a buffer such as a NumPy array, a DLPack tensor or a torch "
+                                     "tensor), got ", std::string(py::str(py::type::handle_of(obj)))));
+  if (!in.tensor.device.is_cpu())
+    throw std::runtime_error(cat(kWhere, " copies host memory, but this ", in.kind, " input is on ",
+                                 in.tensor.device.str(), "; pass it to the method directly"));
+  const Device device{DeviceType::CUDA, static_cast<int8_t>(device_index)};
+  rt.lock();
+  auto strides = canonical_strides(in.sizes, in.strides_elems);
+  ExecuTorchResult like = ExecuTorchResult::view(const_cast<void*>(in.tensor.data), in.tensor.dtype, in.sizes,
+                                                 strides, Device{}, nullptr);
+  const size_t n = like.nbytes();
+  auto storage = Storage::allocate(n, device);
+  // Dense with non-negative strides (checked by the converter): the bytes are one block starting at data.
+  if (n)
+    if (auto s = rt.cuda()->copy(storage->data(), in.tensor.data, n, CopyKind::HostToDevice, device_index); !s)
+      throw std::runtime_error(sanitize_utf8(cat(kWhere, ": ", s.error().describe())));
+  return ExecuTorchResult::owning(like, std::move(storage));
+}
 
 }  // namespace etrt::python

@@ -11,6 +11,30 @@
 #include "etrt/core/log.h"
 #include "etrt/kernels/util/parallel.h"
 
+// The CUDA-enabled build (meson -Dcuda=enabled) defines ETRT_WITH_CUDA=1 for this translation unit only.
+#if defined(ETRT_WITH_CUDA) && ETRT_WITH_CUDA
+#define ETRT_ADAPTERS_CUDA 1
+#include "etrt/backends/cuda/cuda_device.h"  // cuda_runtime.h: the CUDA build's device layer
+#if __has_include("etrt/backends/cuda/cuda_delegate_entry.h")
+#include "etrt/backends/cuda/cuda_delegate_entry.h"  // etrt::cuda::cuda_delegate, defined in the nvcc TU
+#define ETRT_ADAPTERS_CUDA_DELEGATE 1
+#endif
+#else
+#define ETRT_ADAPTERS_CUDA 0
+#endif
+#ifndef ETRT_ADAPTERS_CUDA_DELEGATE
+#define ETRT_ADAPTERS_CUDA_DELEGATE 0
+#endif
+
+// The CUDA delegate with host kernels, for the _testing_emulate_cuda hook.
+#if __has_include("etrt/backends/cuda/cuda_backend.h") && __has_include("etrt/backends/cuda/host_ops.h")
+#include "etrt/backends/cuda/cuda_backend.h"
+#include "etrt/backends/cuda/host_ops.h"
+#define ETRT_ADAPTERS_HOST_CUDA_DELEGATE 1
+#else
+#define ETRT_ADAPTERS_HOST_CUDA_DELEGATE 0
+#endif
+
 namespace etrt::python {
 
 namespace py = pybind11;
@@ -58,8 +82,115 @@ inline void log_ignored_debug_buffer(size_t debug_buffer_size) {
                             " is ignored: this runtime records profiling events, not intermediate outputs"));
 }
 
+// ---- devices ------------------------------------------------------------------------------------------------
+
+/// Installs the CUDA-enabled build's device layer and delegate (a no-op in a build without CUDA).
+inline void init_device_runtime() {
+#if ETRT_ADAPTERS_CUDA
+  DeviceRuntime& rt = device_runtime();
+  const auto& dev = ::etrt::cuda::cuda_device();
+  rt.install_cuda(dev, [&dev] { return dev.unavailable_reason(); });
+#if ETRT_ADAPTERS_CUDA_DELEGATE
+  rt.register_backend(kCudaBackendId, &::etrt::cuda::cuda_delegate(dev));
+#endif  // else: the delegate entry header (cuda_delegate_entry.h) is not there yet; programs using it fail to load
+#endif
+}
+
+/// `__dlpack__` of a result (Note [device waits]: one wait for a CUDA result unless the consumer passes stream=-1).
+inline py::capsule export_dlpack(const ExecuTorchResult& r, py::object stream, py::object max_version,
+                                 py::object dl_device, py::object copy) {
+  bool versioned = false;
+  if (!max_version.is_none()) versioned = max_version.cast<py::tuple>()[0].cast<int>() >= 1;
+  std::optional<bool> want_copy;
+  if (!copy.is_none()) want_copy = copy.cast<bool>();
+  bool skip_wait = false;
+  if (!stream.is_none()) {
+    if (!PyLong_Check(stream.ptr())) throw py::type_error("__dlpack__: stream must be an integer or None");
+    skip_wait = stream.cast<long long>() == -1;
+  }
+  Device target = r.device();
+  if (!dl_device.is_none()) {
+    auto d = dl_device.cast<py::tuple>();
+    const int type = d[0].cast<int>();
+    if (type == dl::kCPU)
+      target = Device{};
+    else if (type == dl::kCUDA)
+      target = Device{DeviceType::CUDA, static_cast<int8_t>(d[1].cast<int>())};
+    else
+      throw py::buffer_error(cat("__dlpack__: cannot export to DLPack device type ", type, "; this result is on ",
+                                 r.device().str()));
+  }
+  if (r.device().is_cpu() && !target.is_cpu())
+    throw py::buffer_error(cat("__dlpack__: this result is on the CPU and cannot be exported to ", target.str(),
+                               "; use ExecuTorchResult.from_host(x, device_index=", static_cast<int>(target.index),
+                               ")"));
+  if (!r.device().is_cpu() && target.is_cpu()) {
+    if (want_copy == false)
+      throw py::buffer_error(cat("__dlpack__: this result is on ", r.device().str(),
+                                 "; exporting it to the CPU needs a copy, and copy=False was passed"));
+    if (!skip_wait) device_runtime().wait(r.device().index);
+    return to_dlpack_capsule(r.to_host(/*wait=*/false), versioned, dl::kFlagIsCopied);
+  }
+  if (target != r.device())
+    throw py::buffer_error(cat("__dlpack__: this result is on ", r.device().str(), ", not on ", target.str(),
+                               "; copy it with the consumer's library"));
+  ExecuTorchResult src = r;
+  uint64_t flags = 0;
+  if (r.read_only() && want_copy == false) {  // shared without a copy only when the consumer can see the flag
+    if (!versioned) throw py::buffer_error("a read-only result can be shared without a copy only through DLPack 1.0");
+    versioned = true;
+    flags = dl::kFlagReadOnly;
+  } else if (r.read_only() || want_copy == true) {
+    src = r.copy(/*wait=*/false);
+    flags = dl::kFlagIsCopied;
+  }
+  if (!r.device().is_cpu() && !skip_wait) device_runtime().wait(r.device().index);
+  return to_dlpack_capsule(src, versioned, flags);
+}
+
+inline py::dict emulated_counters() {
+  const HostEmulatedDevice* dev = device_runtime().emulated();
+  if (!dev) throw std::runtime_error("_testing_emulated_counters: _testing_emulate_cuda was not called");
+  py::dict d;
+  d["allocations"] = dev->allocations.load();
+  d["live_allocations"] = dev->live_allocations.load();
+  d["waits"] = dev->waits.load();
+  d["host_to_device"] = dev->copies[static_cast<int>(CopyKind::HostToDevice)].load();
+  d["device_to_host"] = dev->copies[static_cast<int>(CopyKind::DeviceToHost)].load();
+  d["device_to_device"] = dev->copies[static_cast<int>(CopyKind::DeviceToDevice)].load();
+  d["device_count"] = dev->device_count();
+  d["delegate"] = ETRT_ADAPTERS_HOST_CUDA_DELEGATE == 1;
+  return d;
+}
+
+inline void emulate_cuda(int device_count) {
+  DeviceRuntime& rt = device_runtime();
+  if (rt.locked())
+    throw std::runtime_error("_testing_emulate_cuda must be called before any program is loaded (or device memory "
+                             "is allocated) in this process");
+  if (output_config().mode == OutputMode::Torch)
+    throw std::runtime_error("_testing_emulate_cuda needs EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=executorch: torch would "
+                             "read the host memory of emulated CUDA results as device memory");
+  if (device_count < 0 || device_count > 64)
+    throw std::runtime_error(cat("_testing_emulate_cuda: device_count must be in [0, 64], got ", device_count));
+  [[maybe_unused]] const HostEmulatedDevice& dev = rt.emulate(device_count);
+#if ETRT_ADAPTERS_HOST_CUDA_DELEGATE
+  // Leaked like the device: methods loaded afterwards keep pointers to it for the life of the process.
+  rt.register_backend(kCudaBackendId, new ::etrt::cuda::CudaDelegate<::etrt::cuda::HostOps>(dev));
+#endif  // HOOK: without cuda_backend.h / host_ops.h only the device layer is emulated (no delegate registered)
+}
+
+inline constexpr const char* kEmulateCudaDoc =
+    "_testing_emulate_cuda(device_count=1)\n\n"
+    "Test hook: replaces the CUDA device layer by host memory labelled 'cuda:N' (counting allocations, copies and "
+    "waits) and registers the CUDA delegate with host kernels under 'EtrtCudaBackend', for programs loaded "
+    "afterwards. Call it before any program is loaded in the process (it raises otherwise), in "
+    "EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=executorch mode. Results are host memory labelled CUDA: never hand them to "
+    "a real CUDA consumer (torch, CuPy). Use it in a separate process: it cannot be undone.";
+
 inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) {
   init_output_mode();
+  init_device_runtime();
   set_log_sink(&python_log_sink);
   m.doc() = "ExecuTorch portable runtime bindings (header-only runtime, no ATen / libtorch).";
   m.attr("_output_mode") = output_config().mode == OutputMode::Torch ? "torch" : "executorch";
@@ -88,42 +219,31 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       .def("__dlpack_device__", [](const ExecuTorchResult& r) {
         return py::make_tuple(r.device().is_cpu() ? dl::kCPU : dl::kCUDA, r.device().is_cpu() ? 0 : r.device().index);
       })
-      .def(
-          "__dlpack__",
-          [](const ExecuTorchResult& r, py::object stream, py::object max_version, py::object dl_device,
-             py::object copy) -> py::capsule {
-            (void)stream;
-            bool versioned = false;
-            if (!max_version.is_none()) versioned = max_version.cast<py::tuple>()[0].cast<int>() >= 1;
-            if (!dl_device.is_none()) {
-              auto d = dl_device.cast<py::tuple>();
-              const int type = d[0].cast<int>();
-              if ((type == dl::kCPU) != r.device().is_cpu())
-                throw py::buffer_error("__dlpack__: cross-device export is not supported; use to_host()");
-            }
-            const bool want_copy = !copy.is_none() && copy.cast<bool>();
-            const bool no_copy = !copy.is_none() && !copy.cast<bool>();
-            if (r.read_only()) {
-              if (no_copy && !versioned)
-                throw py::buffer_error("a read-only result can be shared without a copy only through DLPack 1.0");
-              if (no_copy) return to_dlpack_capsule(r, true, dl::kFlagReadOnly);
-              return to_dlpack_capsule(r.copy(), versioned, dl::kFlagIsCopied);
-            }
-            if (want_copy) return to_dlpack_capsule(r.copy(), versioned, dl::kFlagIsCopied);
-            return to_dlpack_capsule(r, versioned, 0);
-          },
-          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-          py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
-      .def("to_host", [](const ExecuTorchResult& r) { return r.device().is_cpu() ? r : r.copy(); })
-      .def_static(
-          "from_host",
-          [](py::object, int) -> ExecuTorchResult {
-            throw std::runtime_error(
-                "ExecuTorchResult.from_host copies to a CUDA device and needs CUDA-enabled bindings; this build is "
-                "CPU only");
-          },
-          py::arg("buffer"), py::arg("device_index") = 0)
+      .def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
+      .def("to_host", [](const ExecuTorchResult& r) { return r.to_host(); },
+           "This result in host memory: itself on the CPU, else a device-to-host copy after one device wait.")
+      .def_static("from_host", &result_from_host, py::arg("buffer"), py::arg("device_index") = 0,
+                  "A copy of a CPU tensor (buffer, DLPack or torch) on CUDA device `device_index`, contiguous in its "
+                  "own dim order. Needs CUDA-enabled bindings.")
+      .def("_data_ptr", [](const ExecuTorchResult& r) { return reinterpret_cast<uintptr_t>(r.data()); })
       .def("numpy", [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); })
+      // NumPy reads a CPU result through the buffer protocol and reaches __array__ only when that fails: without it,
+      // a CUDA result would silently become a 0-d object array.
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) -> py::object {
+            const auto& r = self.cast<const ExecuTorchResult&>();
+            if (!r.device().is_cpu())
+              throw py::buffer_error(cat("this ExecuTorchResult is on ", r.device().str(),
+                                         "; NumPy reads host memory only: copy it first with to_host() or "
+                                         "np.from_dlpack(result, device='cpu')"));
+            py::object np = py::module_::import("numpy");
+            py::object arr = np.attr("asarray")(py::memoryview(self), dtype);
+            if (!copy.is_none() && copy.cast<bool>()) arr = arr.attr("copy")();
+            return arr;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("__repr__", [](const ExecuTorchResult& r) {
         return cat("ExecuTorchResult(shape=", shape_str(r.sizes()), ", dtype=", numpy_name(r.dtype()), ", device='",
                    r.device().str(), "'", r.read_only() ? ", readonly=True" : "", ")");
@@ -258,8 +378,27 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
     for (const auto& k : kernels) names.emplace_back(k.name);
     return names;
   });
-  m.def("_get_registered_backend_names", []() { return std::vector<std::string>{}; });
-  m.def("_is_available", [](const std::string&) { return false; }, py::arg("backend_name"));
+  m.def("_get_registered_backend_names", []() {
+    std::vector<std::string> names;
+    for (const auto& e : device_runtime().backends()) names.emplace_back(e.name);
+    return names;
+  });
+  m.def(
+      "_is_available",
+      [](const std::string& name) {
+        for (const auto& e : device_runtime().backends())
+          if (e.name == name) return e.backend->is_available();
+        return false;
+      },
+      py::arg("backend_name"));
+  m.def("_cuda_enabled", []() { return device_runtime().cuda_build(); },
+        "True when these bindings were built with CUDA support.");
+  m.def("_device_wait_count", []() { return device_runtime().wait_count(); },
+        "How many device waits these bindings have made (emulated ones included); for tests.");
+  m.def("_testing_emulate_cuda", &emulate_cuda, py::arg("device_count") = 1, kEmulateCudaDoc);
+  m.def("_testing_emulated_counters", &emulated_counters,
+        "The emulated device's counters: allocations, live_allocations, waits (its own, including the delegate's), "
+        "host_to_device, device_to_host, device_to_device, device_count, delegate (host-kernel delegate registered).");
   m.def("_create_profile_block", [](const std::string&) {}, py::arg("name"));
   m.def("_dump_profile_results", []() { return py::bytes(""); });
   m.def("_reset_profile_results", []() {});

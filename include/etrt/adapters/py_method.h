@@ -3,6 +3,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
+
 #include "etrt/adapters/conversions.h"
 #include "etrt/adapters/inputs.h"
 #include "etrt/adapters/py_meta.h"
@@ -18,17 +20,43 @@ class PyMethod {
  public:
   explicit PyMethod(std::shared_ptr<MethodState> s) : state_(std::move(s)) {}
 
-  static std::shared_ptr<PyMethod> load(std::shared_ptr<ProgramState> ps, const std::string& name) {
+  /// `module_method`: a Module's method, which allocates new device memory for unplanned outputs each call.
+  static std::shared_ptr<PyMethod> load(std::shared_ptr<ProgramState> ps, const std::string& name,
+                                        bool module_method = false) {
     auto st = std::make_shared<MethodState>();
     st->program = ps;
+    st->fresh_device_outputs = module_method;
     const uint64_t t0 = now_ticks();
-    st->method = check(Method::load(ps->program, name, ps->options()));
+    auto loaded = Method::load(ps->program, name, ps->options());
+    if (!loaded) raise(with_device_hint(*ps, name, loaded.error()));
+    st->method = std::move(*loaded);
     if (ps->etdump) {
       const uint64_t t1 = now_ticks();
       ps->etdump->record_load(t0, t1, t0, t1);
       st->method->set_observer(ps->etdump.get());
     }
     return std::make_shared<PyMethod>(std::move(st));
+  }
+
+  /// A load failure of a method that needs CUDA, with what this build or machine lacks.
+  static Failure with_device_hint(const ProgramState& ps, const std::string& name, Failure f) {
+    auto meta = ps.program->method_meta(name);
+    if (!meta) return f;
+    std::optional<Device> dev;
+    for (Device d : meta->planned_buffer_devices)
+      if (!d.is_cpu() && !dev) dev = d;
+    for (const auto* list : {&meta->inputs, &meta->outputs})
+      for (const ValueInfo& v : *list)
+        if (v.tensor && !v.tensor->device.is_cpu() && !dev) dev = v.tensor->device;
+    const bool uses_cuda_backend =
+        std::find(meta->backends.begin(), meta->backends.end(), kCudaBackendId) != meta->backends.end();
+    if (!dev && !uses_cuda_backend) return f;
+    const Device d = dev.value_or(Device{DeviceType::CUDA, 0});
+    std::string why = device_runtime().device_problem(d.index);
+    if (why.empty()) return f;
+    f.what += cat(" [method '", name, "' runs on ", d.str(), uses_cuda_backend ? cat(" through ", kCudaBackendId) : "",
+                  ", and ", why, "]");
+    return f;
   }
 
   const std::string& name() const { return state_->method->name(); }
@@ -56,7 +84,10 @@ class PyMethod {
   }
 
   // Each of these assumes the caller holds the method lock.
-  void set_inputs_locked(const std::vector<py::object>& inputs) {
+
+  /// Binds the inputs. Waits first, once per device holding a non-empty CUDA input, and with `with_outputs` (a
+  /// whole call) also per device holding a non-empty CUDA output (Note [device waits]).
+  void set_inputs_locked(const std::vector<py::object>& inputs, bool with_outputs = false) {
     Method& m = *state_->method;
     if (inputs.size() != m.num_inputs())
       throw std::runtime_error(cat("method '", m.name(), "' expects ", m.num_inputs(), " input",
@@ -64,26 +95,48 @@ class PyMethod {
     InputConverter conv(m.name(), m.meta());
     std::vector<HostInput> held;
     held.reserve(inputs.size());
+    DeviceSet before;
+    bool any_device = false;
     for (size_t i = 0; i < inputs.size(); ++i) {
       HostInput in = conv.convert(inputs[i], i);
-      if (in.is_tensor) {
-        if (!in.tensor.device.is_cpu())
-          throw std::runtime_error(cat("method '", m.name(), "': input ", i, " is on ", in.tensor.device.str(),
-                                       "; CUDA inputs need the CUDA-enabled build and a method exported with CUDA inputs"));
-        check(m.set_input(i, in.tensor));
-      } else {
-        check(m.set_input(i, in.scalar));
+      // A device the method does not expect there: the core says which, before any wait (nothing is bound yet).
+      if (in.is_tensor && in.tensor.device != m.expected_device(i)) check(m.set_input(i, in.tensor));
+      if (in.is_tensor && !in.tensor.device.is_cpu()) {
+        any_device = true;
+        if (checked_numel(in.sizes) > 0) before.add(in.tensor.device);
       }
       held.push_back(std::move(in));
+    }
+    if (with_outputs) add_output_devices(before, /*non_empty=*/true);
+    if (any_device || !before.empty()) device_runtime().require_waits(cat("method '", m.name(), "'"));
+    before.wait_all();
+    for (size_t i = 0; i < held.size(); ++i) {
+      if (held[i].is_tensor)
+        check(m.set_input(i, held[i].tensor));
+      else
+        check(m.set_input(i, held[i].scalar));
     }
     inputs_ = std::move(held);  // the previous inputs are released only now
     state_->outputs_visible = false;
     cloned_.clear();
   }
 
-  void execute_locked() {
+  /// Runs the method. Waits before it (unless set_inputs_locked just did, for a whole call) and after it
+  /// (Note [device waits]).
+  void execute_locked(bool wait_before = true) {
     MethodState& s = *state_;
+    cloned_.clear();  // results nobody else holds release their output buffers for this execution
+    DeviceSet all;
+    add_input_devices(all, false);
+    add_output_devices(all, false);
+    if (!all.empty()) device_runtime().require_waits(cat("method '", s.method->name(), "'"));
     check(s.prepare_outputs());
+    if (wait_before) {
+      DeviceSet before;
+      add_input_devices(before, true);
+      add_output_devices(before, true);
+      before.wait_all();
+    }
     Status st;
     {
       py::gil_scoped_release release;
@@ -93,8 +146,13 @@ class PyMethod {
     }
     if (!st) {
       s.outputs_visible = false;
+      try {
+        all.wait_all();  // the device may still be running work the method queued before it failed
+      } catch (std::exception&) {  // the execution's failure is the one to report
+      }
       raise(st.error());
     }
+    all.wait_all();
     ++s.execution;
     s.outputs_visible = true;
     cloned_.clear();
@@ -117,12 +175,17 @@ class PyMethod {
       const bool constant = m.output_is_constant(i);
       const auto storage = i < s.output_storage.size() ? s.output_storage[i] : nullptr;
       auto tensor = [&](const Tensor& t) -> py::object {
+        // Filled storage the bindings allocated for an unplanned output: a result holds that storage, so the next
+        // execution writes the other buffer.
+        const bool in_storage = storage && t.data() == storage->data();
         if (clone) {
-          // An output that filled storage the bindings allocated for it is handed over without a copy.
-          if (storage && t.data() == storage->bytes.get()) return wrap_result(ExecuTorchResult(t, storage, false));
-          return wrap_result(ExecuTorchResult::clone_of(t));
+          if (in_storage) return wrap_result(ExecuTorchResult(t, storage, false));  // handed over, no copy
+          return clone_output(t, i);
         }
-        return wrap_result(ExecuTorchResult(t, std::static_pointer_cast<const void>(state_), constant));
+        std::shared_ptr<const void> owner = state_;
+        if (in_storage)
+          owner = std::make_shared<std::pair<std::shared_ptr<MethodState>, std::shared_ptr<Storage>>>(state_, storage);
+        return wrap_result(ExecuTorchResult(t, std::move(owner), constant));
       };
       objs.push_back(value_to_python(m.output(i), tensor));
     }
@@ -148,8 +211,8 @@ class PyMethod {
   py::list call(py::handle inputs, bool clone) {
     auto list = as_input_list(inputs);
     MethodLock lock(state_->mu);
-    set_inputs_locked(list);
-    execute_locked();
+    set_inputs_locked(list, /*with_outputs=*/true);
+    execute_locked(/*wait_before=*/false);
     return get_outputs_locked(clone);
   }
   py::list run_without_inputs(bool clone) {
@@ -168,6 +231,45 @@ class PyMethod {
   }
 
  private:
+  /// A clone_outputs=True copy of output `i` on its own device. A CUDA output costs an allocation, a device-to-device
+  /// copy and one wait; without CUDA-enabled bindings torch makes the copy in torch output mode.
+  py::object clone_output(const Tensor& t, size_t i) {
+    if (t.device().is_cpu() || device_runtime().cuda()) return wrap_result(ExecuTorchResult::clone_of(t));
+    if (output_config().mode == OutputMode::Torch) {
+      py::object borrowed = wrap_result(ExecuTorchResult(t, std::static_pointer_cast<const void>(state_), false));
+      py::object copy = borrowed.attr("clone")();
+      device_runtime().wait(t.device().index);
+      return copy;
+    }
+    throw std::runtime_error(cat("method '", state_->method->name(), "': output ", i, " is on ", t.device().str(),
+                                 "; clone_outputs=True copies it, and copying CUDA memory needs CUDA-enabled bindings "
+                                 "(pass clone_outputs=False for a borrowed view)"));
+  }
+
+  /// Devices of the method's CUDA input values (bound ones; `non_empty`: holding at least one element).
+  void add_input_devices(DeviceSet& set, bool non_empty) const {
+    const Method& m = *state_->method;
+    for (size_t i = 0; i < m.num_inputs(); ++i) add_devices(set, m.input(i), non_empty, false);
+  }
+  /// Devices of the method's CUDA outputs (`non_empty`: with room for at least one element).
+  void add_output_devices(DeviceSet& set, bool non_empty) const {
+    const Method& m = *state_->method;
+    for (size_t i = 0; i < m.num_outputs(); ++i) add_devices(set, m.output(i), non_empty, true);
+  }
+  static void add_devices(DeviceSet& set, const EValue& v, bool non_empty, bool capacity) {
+    const auto add = [&](const Tensor* t) {
+      if (!t || t->device().is_cpu()) return;
+      if (non_empty && (capacity ? t->capacity_nbytes() : t->nbytes()) == 0) return;
+      set.add(t->device());
+    };
+    if (v.is_tensor()) {
+      add(&v.tensor_unchecked());
+    } else if (v.tag() == Tag::ListTensor || v.tag() == Tag::ListOptionalTensor) {
+      if (auto items = v.to_optional_tensor_list("output"))
+        for (Tensor* t : *items) add(t);
+    }
+  }
+
   std::shared_ptr<MethodState> state_;
   std::vector<HostInput> inputs_;   // keeps aliased inputs alive until the next set_inputs
   std::vector<py::object> cloned_;  // clone_outputs=True results of the current execution

@@ -40,6 +40,10 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
   }
   ps->source = src;
   ps->kernels = kernels;
+  DeviceRuntime& rt = device_runtime();
+  rt.lock();  // the device layer and the backend list are fixed from the first program on
+  ps->backends = rt.backends();
+  ps->cuda = rt.cuda();
   ps->enable_etdump = etdump;
   if (etdump) ps->etdump = std::make_shared<ETDumpRecorder>();
   {
@@ -96,7 +100,7 @@ class PyModule {
     auto it = methods_.find(name);
     if (it != methods_.end()) return *it->second;
     if (!ps_->program->has_method(name)) raise(ps_->program->unknown_method(name));
-    auto m = PyMethod::load(ps_, name);
+    auto m = PyMethod::load(ps_, name, /*module_method=*/true);
     return *methods_.emplace(name, std::move(m)).first->second;
   }
 

@@ -8,34 +8,68 @@
 #include <memory>
 #include <vector>
 
+#include "etrt/adapters/device_runtime.h"
 #include "etrt/adapters/dtype_codes.h"
 #include "etrt/core/tensor.h"
 #include "etrt/core/tensor_copy.h"
+#include "etrt/core/utf8.h"
 #include "etrt/method/memory_plan.h"
 
 namespace etrt::python {
 
 namespace py = pybind11;
 
-/// Owned storage for a cloned output.
-struct HostStorage {
-  ArenaPtr bytes;
-  size_t size = 0;
-  /// New zeroed storage, or null when `n` bytes cannot be allocated.
-  static std::shared_ptr<HostStorage> try_allocate(size_t n) {
-    auto s = std::make_shared<HostStorage>();
-    s->bytes = allocate_aligned(n);
-    if (!s->bytes) return nullptr;
+/// Memory a result or an unplanned output owns: host memory, or an allocation on a CUDA device (made through the
+/// device layer, which lives for the whole process, so the last owner may release it from any thread).
+struct Storage {
+  Device device{};
+  size_t size = 0;       // usable bytes
+  ArenaPtr host;         // device.is_cpu()
+  DeviceBuffer on_device;  // otherwise
+
+  void* data() const { return device.is_cpu() ? static_cast<void*>(host.get()) : on_device.data(); }
+
+  /// New zeroed host storage, or null when `n` bytes cannot be allocated.
+  static std::shared_ptr<Storage> try_allocate(size_t n) {
+    auto s = std::make_shared<Storage>();
+    s->host = allocate_aligned(n);
+    if (!s->host) return nullptr;
     s->size = n;
     return s;
   }
-  /// The same, raising a RuntimeError that names the size when it fails.
-  static std::shared_ptr<HostStorage> allocate(size_t n) {
-    auto s = try_allocate(n);
-    if (!s) throw std::runtime_error(cat("cannot allocate ", n, " bytes for a result"));
+  /// New zeroed storage on `device` (through `api` for a device). Device memory is never null, even for 0 bytes,
+  /// so a result's data pointer identifies its storage.
+  static Result<std::shared_ptr<Storage>> try_allocate_on(Device device, size_t n, const DeviceInterface* api) {
+    if (device.is_cpu()) {
+      auto s = try_allocate(n);
+      if (!s) return fail(Error::MemoryAllocationFailed, "cannot allocate ", n, " bytes");
+      return s;
+    }
+    if (!api || api->type() != device.type)
+      return fail(Error::NotSupported, "allocating memory on ", device.str(), " needs CUDA-enabled bindings");
+    if (n > kMaxAllocationBytes) return fail(Error::MemoryAllocationFailed, n, " bytes is too large");
+    auto s = std::make_shared<Storage>();
+    s->device = device;
+    ETRT_TRY(s->on_device, DeviceBuffer::allocate(*api, n ? n : 1, device.index));
+    s->size = n;
     return s;
   }
+  /// The same, raising a RuntimeError that names the size and device when it fails.
+  static std::shared_ptr<Storage> allocate(size_t n, Device device = {}) {
+    auto s = try_allocate_on(device, n, device_runtime().cuda());
+    if (!s) throw std::runtime_error(cat("cannot allocate ", n, " bytes on ", device.str(), " for a result: ",
+                                         s.error().what));
+    return std::move(*s);
+  }
 };
+
+/// The device layer for copying `d`'s memory, raising (with `what` as context) when this build has none.
+inline const DeviceInterface& copy_api(Device d, std::string_view what) {
+  const DeviceInterface* api = device_runtime().cuda();
+  if (!api || api->type() != d.type)
+    throw std::runtime_error(cat(what, ": copying CUDA memory (", d.str(), ") needs CUDA-enabled bindings"));
+  return *api;
+}
 
 class ExecuTorchResult {
  public:
@@ -47,14 +81,11 @@ class ExecuTorchResult {
     strides_.assign(t.strides().begin(), t.strides().end());
   }
 
-  /// A copy of `t` into new host storage, same shape, strides and dim order.
+  /// A copy of `t` on its own device into new storage, same shape, strides and dim order. A CUDA copy costs an
+  /// allocation, a device-to-device copy and one wait (Note [device waits]).
   static ExecuTorchResult clone_of(const Tensor& t) {
     if (!t.data() && t.nbytes() > 0) throw std::runtime_error("cannot read an output tensor without storage");
-    auto storage = HostStorage::allocate(t.nbytes());
-    if (t.nbytes()) std::memcpy(storage->bytes.get(), t.data(), t.nbytes());  // dense in its own dim order
-    ExecuTorchResult r(t, storage, false);
-    r.data_ = storage->bytes.get();
-    return r;
+    return ExecuTorchResult(t, nullptr, false).copy();
   }
 
   void* data() const { return data_; }
@@ -67,14 +98,44 @@ class ExecuTorchResult {
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype_); }
   const std::shared_ptr<const void>& owner() const { return owner_; }
 
-  /// A fresh owning copy (used for DLPack copies and to_host).
-  ExecuTorchResult copy() const {
-    auto storage = HostStorage::allocate(nbytes());
-    if (nbytes()) std::memcpy(storage->bytes.get(), data_, nbytes());
-    ExecuTorchResult r = *this;
-    r.data_ = storage->bytes.get();
-    r.owner_ = storage;
+  /// A fresh, writable, owning copy on the same device (DLPack copies, clones, read-only results in torch mode).
+  /// The result is dense in its own dim order, so its bytes are one block starting at data(). A CUDA copy is
+  /// queued on the device; `wait` waits for it (the caller may wait itself instead).
+  ExecuTorchResult copy(bool wait = true) const {
+    if (device_.is_cpu()) return copy_to(Device{}, CopyKind::DeviceToDevice);
+    const DeviceInterface& api = copy_api(device_, "copying a CUDA result");
+    ExecuTorchResult r = copy_to(device_, CopyKind::DeviceToDevice, &api);
+    if (wait) device_runtime().wait(device_.index);
+    return r;
+  }
+
+  /// This result in host memory: itself when it is on the CPU, else a device-to-host copy after one wait.
+  ExecuTorchResult to_host(bool wait = true) const {
+    if (device_.is_cpu()) return *this;
+    const DeviceInterface& api = copy_api(device_, "to_host()");
+    if (wait) device_runtime().wait(device_.index);
+    return copy_to(Device{}, CopyKind::DeviceToHost, &api);
+  }
+
+  /// A result that owns `storage` and views it with `like`'s shape, strides and dtype.
+  static ExecuTorchResult owning(const ExecuTorchResult& like, std::shared_ptr<Storage> storage) {
+    ExecuTorchResult r = like;
+    r.data_ = storage->data();
+    r.device_ = storage->device;
+    r.owner_ = std::move(storage);
     r.read_only_ = false;
+    return r;
+  }
+  /// A CPU or CUDA view of `data` with the given layout (ExecuTorchResult.from_host).
+  static ExecuTorchResult view(void* data, ScalarType dtype, std::vector<int64_t> sizes,
+                               std::vector<int64_t> strides_elems, Device device, std::shared_ptr<const void> owner) {
+    ExecuTorchResult r;
+    r.data_ = data;
+    r.dtype_ = dtype;
+    r.device_ = device;
+    r.sizes_ = std::move(sizes);
+    r.strides_ = std::move(strides_elems);
+    r.owner_ = std::move(owner);
     return r;
   }
 
@@ -96,8 +157,10 @@ class ExecuTorchResult {
 
   bool is_dense() const {
     std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-    for (size_t i = 0; i < sizes_.size(); ++i)
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+      if (sizes_[i] == 0) return true;
       if (sizes_[i] != 1) dims.emplace_back(strides_[i], sizes_[i]);
+    }
     std::sort(dims.begin(), dims.end(), [](auto a, auto b) { return a.first > b.first; });
     int64_t expect = 1;
     for (size_t k = dims.size(); k-- > 0;) {
@@ -108,6 +171,21 @@ class ExecuTorchResult {
   }
 
  private:
+  /// A copy into new storage on `to`: memcpy on the host, else through the device layer.
+  ExecuTorchResult copy_to(Device to, CopyKind kind, const DeviceInterface* api = nullptr) const {
+    if (!is_dense()) throw std::runtime_error("cannot copy a result that is not dense");
+    auto storage = Storage::allocate(nbytes(), to);
+    const size_t n = nbytes();
+    if (n && device_.is_cpu() && to.is_cpu()) {
+      std::memcpy(storage->data(), data_, n);
+    } else if (n) {
+      const int index = device_.is_cpu() ? to.index : device_.index;
+      if (auto s = api->copy(storage->data(), data_, n, kind, index); !s)
+        throw std::runtime_error(sanitize_utf8(s.error().describe()));
+    }
+    return owning(*this, std::move(storage));
+  }
+
   void* data_ = nullptr;
   ScalarType dtype_ = ScalarType::Float;
   Device device_{};

@@ -17,6 +17,8 @@ from executorch.extension.pybindings._C import (  # noqa: F401
     TensorInfo,
     Verification,
     _create_profile_block,
+    _cuda_enabled,
+    _device_wait_count,
     _dump_profile_results,
     _get_operator_names,
     _get_registered_backend_names,
@@ -28,6 +30,8 @@ from executorch.extension.pybindings._C import (  # noqa: F401
     _load_program,
     _load_program_from_buffer,
     _reset_profile_results,
+    _testing_emulate_cuda,
+    _testing_emulated_counters,
     _threadpool_get_thread_count,
     _unsafe_reset_threadpool,
 )
