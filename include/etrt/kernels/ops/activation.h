@@ -3,32 +3,23 @@
 
 #include <cmath>
 
+#include "etrt/backends/cuda/functors.h"  // relu/gelu shared with the CUDA delegate's host and device paths
 #include "etrt/kernels/util/pointwise_util.h"
 
 namespace etrt::kernels {
 
 template <class Dtypes>
 Status relu_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
-  return unary_map<Dtypes>("relu.out", ctx, self, out, [](auto x) {
-    using C = decltype(x);
-    return x < C(0) ? C(0) : x;  // NaN stays NaN
-  });
+  return unary_map<Dtypes>("relu.out", ctx, self, out, [](auto x) { return fn::relu(x); });
 }
 
 template <class Dtypes>
 Status gelu_out(KernelContext& ctx, const Tensor& self, std::string_view approximate, Tensor& out) {
   constexpr std::string_view op = "gelu.out";
   if (approximate == "none")
-    return unary_map<Dtypes>(op, ctx, self, out, [](auto x) {
-      using C = decltype(x);
-      return static_cast<C>(C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))));
-    });
+    return unary_map<Dtypes>(op, ctx, self, out, [](auto x) { return fn::gelu_erf(x); });
   if (approximate == "tanh")
-    return unary_map<Dtypes>(op, ctx, self, out, [](auto x) {
-      using C = decltype(x);
-      const C inner = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
-      return static_cast<C>(C(0.5) * x * (C(1) + std::tanh(inner)));
-    });
+    return unary_map<Dtypes>(op, ctx, self, out, [](auto x) { return fn::gelu_tanh(x); });
   return fail(Error::InvalidArgument, op, ": approximate must be 'none' or 'tanh', got '", approximate, "'");
 }
 

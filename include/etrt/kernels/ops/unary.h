@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "etrt/backends/cuda/functors.h"  // functions the CUDA delegate also computes: one definition for both
 #include "etrt/kernels/util/pointwise_util.h"
 
 namespace etrt::kernels {
@@ -22,14 +23,14 @@ namespace etrt::kernels {
     });                                                                                             \
   }
 
-ETRT_UNARY_FLOAT_OP(exp, std::exp(x))
+ETRT_UNARY_FLOAT_OP(exp, fn::exp(x))
 ETRT_UNARY_FLOAT_OP(expm1, std::expm1(x))
 ETRT_UNARY_FLOAT_OP(log, std::log(x))
 ETRT_UNARY_FLOAT_OP(log1p, std::log1p(x))
 ETRT_UNARY_FLOAT_OP(log2, std::log2(x))
 ETRT_UNARY_FLOAT_OP(log10, std::log10(x))
-ETRT_UNARY_FLOAT_OP(sqrt, std::sqrt(x))
-ETRT_UNARY_FLOAT_OP(rsqrt, C(1) / std::sqrt(x))
+ETRT_UNARY_FLOAT_OP(sqrt, fn::sqrt(x))
+ETRT_UNARY_FLOAT_OP(rsqrt, fn::rsqrt(x))
 ETRT_UNARY_FLOAT_OP(reciprocal, C(1) / x)
 ETRT_UNARY_FLOAT_OP(sin, std::sin(x))
 ETRT_UNARY_FLOAT_OP(cos, std::cos(x))
@@ -39,16 +40,16 @@ ETRT_UNARY_FLOAT_OP(acos, std::acos(x))
 ETRT_UNARY_FLOAT_OP(atan, std::atan(x))
 ETRT_UNARY_FLOAT_OP(sinh, std::sinh(x))
 ETRT_UNARY_FLOAT_OP(cosh, std::cosh(x))
-ETRT_UNARY_FLOAT_OP(tanh, std::tanh(x))
+ETRT_UNARY_FLOAT_OP(tanh, fn::tanh(x))
 ETRT_UNARY_FLOAT_OP(erf, std::erf(x))
-ETRT_UNARY_FLOAT_OP(sigmoid, C(1) / (C(1) + std::exp(-x)))
+ETRT_UNARY_FLOAT_OP(sigmoid, fn::sigmoid(x))
 #undef ETRT_UNARY_FLOAT_OP
 
 // ---- real unary functions (integers pass through where the function is the identity on them) -----------------
 
 template <class Dtypes>
 Status neg_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
-  return unary_map<Dtypes>("neg.out", ctx, self, out, [](auto x) { return -x; });
+  return unary_map<Dtypes>("neg.out", ctx, self, out, [](auto x) { return fn::neg(x); });
 }
 
 template <class Dtypes>
