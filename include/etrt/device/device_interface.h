@@ -41,9 +41,10 @@ class DeviceBuffer {
     b.dev_ = &dev;
     b.index_ = index;
     b.size_ = nbytes;
-    if (nbytes == 0) return b;
+    // Explicit moves: nvcc's front end does not apply C++20's implicit move into Result<DeviceBuffer>.
+    if (nbytes == 0) return Result<DeviceBuffer>(std::move(b));
     ETRT_TRY(b.data_, dev.allocate(nbytes, index));
-    return b;
+    return Result<DeviceBuffer>(std::move(b));
   }
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {

@@ -73,7 +73,7 @@ class PlannedMemory {
         return fail(Error::MemoryAllocationFailed, "cannot allocate planned buffer ", i + 1, " of ", sizes[i],
                     " bytes");
     }
-    return m;
+    return Result<PlannedMemory>(std::move(m));  // explicit: nvcc does not move implicitly into Result
   }
 
   /// The address of [offset, offset + nbytes) in arena `memory_id` (1-based), overflow- and bounds-checked. For a

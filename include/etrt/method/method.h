@@ -179,7 +179,7 @@ inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Progra
   ETRT_CHECK_OK(m->load_values(plan, r, options));
   ETRT_CHECK_OK(m->load_delegates(plan, r, options));
   ETRT_CHECK_OK(m->load_instructions(plan, r, options));
-  return m;
+  return Result<std::unique_ptr<Method>>(std::move(m));  // explicit: nvcc does not move implicitly into Result
 }
 
 inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi, const LoadOptions& options) {

@@ -27,7 +27,7 @@ class ScopedDevice {
       if (cudaError_t e = cudaSetDevice(index); e != cudaSuccess) return cuda_failure("cudaSetDevice", e);
       s.switched_ = true;
     }
-    return s;
+    return Result<ScopedDevice>(std::move(s));  // explicit: nvcc does not move implicitly into Result
   }
   ScopedDevice(ScopedDevice&& o) noexcept : prev_(o.prev_), switched_(o.switched_) { o.switched_ = false; }
   ScopedDevice(const ScopedDevice&) = delete;
