@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks, for a session that is lent a device machine (an NVIDIA GPU with nvcc, torch, CuPy, meson, ninja,
 # pybind11 and pytest installed, no network). One prepared run:
+#   0. the delegate's CUDA kernels against its host path (tools/gpu/cuda_kernel_check.cu),
 #   1. builds the CUDA-enabled extension there with nvcc (plain meson: meson-python is not installed there),
 #   2. runs the GPU suite tests/test_pybindings_cuda_dlpack.py in both output modes with
 #      EXECUTORCH_PYBIND_TEST_REQUIRE_CUDA=1 (a skip is a failure),
@@ -26,9 +27,13 @@ nvcc --version | tail -1
 python3 -c "import sys, torch, numpy; print(sys.version.split()[0], 'torch', torch.__version__, 'numpy', numpy.__version__)"
 python3 -c "import cupy; print('cupy', cupy.__version__)" || echo "cupy: not importable"
 
+arch=$(python3 -c "import torch; c = torch.cuda.get_device_capability(); print(f'{c[0]}{c[1]}')" 2>/dev/null || echo 90)
+step "CUDA kernels against the host path (sm_$arch)"
+nvcc -std=c++20 -O2 -Iinclude -Itests/cpp/device -diag-suppress 1675 -gencode "arch=compute_$arch,code=sm_$arch" \
+  tools/gpu/cuda_kernel_check.cu bindings/cuda_delegate.cu -o /tmp/etrt-kernel-check && /tmp/etrt-kernel-check || status=1
+
 step "build (meson, cuda=enabled)"
 [ -d .gpu/include ] && export CPPFLAGS="-I$root/.gpu/include"
-arch=$(python3 -c "import torch; c = torch.cuda.get_device_capability(); print(f'{c[0]}{c[1]}')" 2>/dev/null || echo 90)
 build=/tmp/etrt-gpu-build
 meson setup "$build" --wipe -Dcuda=enabled -Dgpu_sm="$arch" -Dmarch= -Dtests=false --buildtype=release \
   >"$out/meson-setup.txt" 2>&1 || { cat "$out/meson-setup.txt"; exit 1; }
