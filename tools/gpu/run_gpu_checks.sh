@@ -28,6 +28,9 @@ python3 -c "import sys, torch, numpy; print(sys.version.split()[0], 'torch', tor
 python3 -c "import cupy; print('cupy', cupy.__version__)" || echo "cupy: not importable"
 
 arch=$(python3 -c "import torch; c = torch.cuda.get_device_capability(); print(f'{c[0]}{c[1]}')" 2>/dev/null || echo 90)
+# cuBLAS from the pip wheel torch uses; without it the delegate falls back to its own GEMM kernel (and logs it).
+cublas=$(python3 -c "import glob, os, nvidia; print(next(iter(sorted(glob.glob(os.path.join(p, '**', 'libcublas.so*'), recursive=True) for p in nvidia.__path__)), [''])[0])" 2>/dev/null)
+[ -n "$cublas" ] && export ETRT_CUBLAS_LIBRARY="$cublas" && echo "cuBLAS: $cublas"
 step "CUDA kernels against the host path (sm_$arch)"
 nvcc -std=c++20 -O2 -Iinclude -Itests/cpp/device -diag-suppress 1675 -gencode "arch=compute_$arch,code=sm_$arch" \
   tools/gpu/cuda_kernel_check.cu bindings/cuda_delegate.cu -o /tmp/etrt-kernel-check && /tmp/etrt-kernel-check || status=1
@@ -44,9 +47,6 @@ rm -rf /tmp/etrt-gpu-pkg && mkdir -p "$pkg"
 cp bindings/executorch/extension/pybindings/*.py bindings/executorch/extension/pybindings/*.pyi "$pkg/"
 cp "$build"/_C*.so "$pkg/"
 export PYTHONPATH=/tmp/etrt-gpu-pkg
-# cuBLAS from the pip wheel torch uses; without it the delegate falls back to its own GEMM kernel (and logs it).
-cublas=$(python3 -c "import glob, os, nvidia; print(next(iter(sorted(glob.glob(os.path.join(p, '**', 'libcublas.so*'), recursive=True) for p in nvidia.__path__)), [''])[0])" 2>/dev/null)
-[ -n "$cublas" ] && export ETRT_CUBLAS_LIBRARY="$cublas" && echo "cuBLAS: $cublas"
 python3 -c "from executorch.extension.pybindings import portable_lib as p; print('imported; cuda build:', p._C._cuda_enabled(), 'backends:', p._get_registered_backend_names())"
 
 step "GPU suite, torch output mode"
