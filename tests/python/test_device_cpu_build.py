@@ -1,4 +1,4 @@
-"""CUDA programs and inputs in bindings built without CUDA (the normal CPU build, no test hook).
+"""CUDA programs and inputs without the test hook: mostly bindings built without CUDA (the normal CPU build).
 
 Loading a CUDA fixture's method fails with an error naming the backend, the device and the CUDA-enabled build; the
 metadata still reads without loading the method; from_host raises; CPU calls never wait for a device; a CUDA DLPack
@@ -18,8 +18,14 @@ CUDA_FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixture
 
 @pytest.fixture(scope="module")
 def pl(portable_lib):
+    return portable_lib
+
+
+@pytest.fixture(scope="module")
+def cpu_build(portable_lib):
+    """For the checks of a build without CUDA (the others hold in a CUDA-enabled build too)."""
     if portable_lib._cuda_enabled():
-        pytest.skip("these bindings are built with CUDA; this file checks the CPU build")
+        pytest.skip("these bindings are built with CUDA")
     return portable_lib
 
 
@@ -38,13 +44,15 @@ def fixture_names(manifest):
     return names
 
 
-def test_no_backend_registered(pl):
+def test_no_backend_registered(cpu_build):
+    pl = cpu_build
     assert pl._get_registered_backend_names() == []
     assert not pl._is_available("EtrtCudaBackend")
     assert pl._cuda_enabled() is False
 
 
-def test_loading_a_cuda_method_fails_clearly(pl, cuda_manifest):
+def test_loading_a_cuda_method_fails_clearly(cpu_build, cuda_manifest):
+    pl = cpu_build
     for entry in cuda_manifest["fixtures"]:
         path = str(CUDA_FIXTURES / entry["files"]["pte"])
         if not pathlib.Path(path).exists():
@@ -81,7 +89,8 @@ def test_metadata_reads_devices_without_loading(pl, cuda_manifest):
     assert meta.input_tensor_meta(0).device() == "cuda:0" and meta.output_tensor_meta(0).device() == "cuda:0"
 
 
-def test_from_host_raises(pl):
+def test_from_host_raises(cpu_build):
+    pl = cpu_build
     for index in (0, 1):
         with pytest.raises(RuntimeError) as e:
             pl.ExecuTorchResult.from_host(np.ones(3, np.float32), device_index=index)

@@ -327,7 +327,7 @@ inline ExecuTorchResult result_from_host(py::handle obj, int device_index) {
   constexpr std::string_view kWhere = "ExecuTorchResult.from_host";
   DeviceRuntime& rt = device_runtime();
   if (const std::string problem = rt.device_problem(device_index); !problem.empty())
-    throw std::runtime_error(cat(kWhere, ": cannot copy to ", problem));
+    throw std::runtime_error(cat(kWhere, ": ", problem));
   InputConverter conv = InputConverter::standalone(std::string(kWhere));
   HostInput in = conv.convert(obj, 0);
   if (!in.is_tensor)
