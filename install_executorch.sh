@@ -60,4 +60,4 @@ if [ "$cuda" = enabled ] && ! command -v nvcc >/dev/null 2>&1; then
 fi
 echo "== building and installing the bindings (cuda=$cuda)"
 "$py" -m pip install -q . --no-build-isolation -Csetup-args=-Dcuda="$cuda"
-"$py" -c "from executorch.extension.pybindings import portable_lib as p; print('portable_lib installed; output mode:', p._output_mode, '; CUDA build:', p._C._cuda_enabled() if hasattr(p._C, '_cuda_enabled') else False)"
+"$py" -c "from executorch.extension.pybindings import portable_lib as p; print('portable_lib installed; output mode:', p._output_mode, '; CUDA build:', p._cuda_enabled())"

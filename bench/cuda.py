@@ -25,7 +25,7 @@ def main() -> int:
         return 0
     from executorch.extension.pybindings import portable_lib as pl
 
-    if not pl._C._cuda_enabled():
+    if not pl._cuda_enabled():
         print("skip: these bindings were built without CUDA (meson -Dcuda=enabled)")
         return 0
 
@@ -77,7 +77,7 @@ def main() -> int:
     print(f"{'benchmark':58s} {'ours':>11s}   {'reference':38s} {'ref':>11s}  ratio")
     for name, ours, ref_name, ref in rows:
         print(f"{name:58s} {us(ours)}   {ref_name:38s} {us(ref)}  {ours / ref:5.2f}")
-    print(f"device waits counted by the bindings so far: {pl._C._device_wait_count()}")
+    print(f"device waits counted by the bindings so far: {pl._device_wait_count()}")
     return 0
 
 

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: the C++ runtime and kernel tests (Catch2, via meson test), then the Python tests (pytest)
 # in every output mode: torch outputs, ExecuTorchResult outputs with torch installed, and torch blocked from import.
+#
+#   ./tests/run_all.sh                # everything
+#   ./tests/run_all.sh --python-only  # the pytest runs only (used after reinstalling the CUDA-enabled build)
+#
+# The GPU suite tests/test_pybindings_cuda_dlpack.py runs too; without a GPU it skips (set
+# EXECUTORCH_PYBIND_TEST_REQUIRE_CUDA=1 to make a missing GPU a failure).
 set -euo pipefail
+python_only=0
+[ "${1:-}" = "--python-only" ] && python_only=1
 cd "$(dirname "$0")/.."
 root=$(pwd)
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$root/.venv/bin/python" ]; then
@@ -10,12 +18,14 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$root/.venv/bin/python" ]; then
 fi
 py=$(command -v python)
 
-echo "== C++ tests (Catch2)"
-if [ ! -f build-tests/build.ninja ]; then
-  meson setup build-tests -Dtests=true -Dbuildtype=release >/dev/null
+if [ "$python_only" = 0 ]; then
+  echo "== C++ tests (Catch2)"
+  if [ ! -f build-tests/build.ninja ]; then
+    meson setup build-tests -Dtests=true -Dbuildtype=release >/dev/null
+  fi
+  meson compile -C build-tests
+  meson test -C build-tests --print-errorlogs
 fi
-meson compile -C build-tests
-meson test -C build-tests --print-errorlogs
 
 echo "== Python tests"
 cd "$root/tests/python"   # not the checkout root, so `executorch` resolves to the installed package
@@ -28,3 +38,9 @@ if [ "$has_torch" = 1 ]; then
 fi
 echo "-- torch blocked from import"
 ETRT_TEST_BLOCK_TORCH=1 "$py" -m pytest -q -p no:cacheprovider .
+
+echo "== GPU suite (skips without a GPU)"
+cd "$root/tests"
+"$py" -m pytest -q -p no:cacheprovider -rs test_pybindings_cuda_dlpack.py
+echo "-- its torch-free parts on the host-emulated device (ETRT_CUDA_SUITE_EMULATE=1)"
+ETRT_CUDA_SUITE_EMULATE=1 "$py" -m pytest -q -p no:cacheprovider test_pybindings_cuda_dlpack.py

@@ -47,7 +47,7 @@ rm -rf /tmp/etrt-gpu-pkg && mkdir -p "$pkg"
 cp bindings/executorch/extension/pybindings/*.py bindings/executorch/extension/pybindings/*.pyi "$pkg/"
 cp "$build"/_C*.so "$pkg/"
 export PYTHONPATH=/tmp/etrt-gpu-pkg
-python3 -c "from executorch.extension.pybindings import portable_lib as p; print('imported; cuda build:', p._C._cuda_enabled(), 'backends:', p._get_registered_backend_names())"
+python3 -c "from executorch.extension.pybindings import portable_lib as p; print('imported; cuda build:', p._cuda_enabled(), 'backends:', p._get_registered_backend_names())"
 
 step "GPU suite, torch output mode"
 (cd tests && EXECUTORCH_PYBIND_TEST_REQUIRE_CUDA=1 python3 -m pytest -q -rs -p no:cacheprovider test_pybindings_cuda_dlpack.py) || status=1
