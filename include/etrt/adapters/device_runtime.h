@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "etrt/backends/backend.h"
+#include "etrt/backends/cuda/backend_id.h"
 #include "etrt/core/utf8.h"
 #include "etrt/device/device_interface.h"
 #include "etrt/device/host_emulated_device.h"
@@ -30,8 +31,7 @@ namespace etrt::python {
 
 namespace py = pybind11;
 
-/// The backend id of the CUDA delegate (include/etrt/backends/cuda/PAYLOAD.md).
-inline constexpr std::string_view kCudaBackendId = "EtrtCudaBackend";
+using ::etrt::cuda::kCudaBackendId;
 
 class DeviceRuntime {
  public:

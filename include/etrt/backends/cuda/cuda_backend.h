@@ -11,13 +11,12 @@
 #include <string_view>
 
 #include "etrt/backends/backend.h"
+#include "etrt/backends/cuda/backend_id.h"
 #include "etrt/backends/cuda/graph_executor.h"
 #include "etrt/backends/cuda/payload.h"
 #include "etrt/device/device_interface.h"
 
 namespace etrt::cuda {
-
-inline constexpr std::string_view kCudaBackendId = "EtrtCudaBackend";
 
 /// The device index named by the CompileSpec "target_device": "cuda" or "cuda:N"; 0 when the spec is absent.
 inline Result<int> target_device_index(std::span<const CompileSpec> specs) {
