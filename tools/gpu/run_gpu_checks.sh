@@ -36,6 +36,7 @@ nvcc -std=c++20 -O2 -Iinclude -Itests/cpp/device -diag-suppress 1675 -gencode "a
   tools/gpu/cuda_kernel_check.cu bindings/cuda_delegate.cu -o /tmp/etrt-kernel-check && /tmp/etrt-kernel-check || status=1
 
 step "build (meson, cuda=enabled)"
+command -v meson >/dev/null 2>&1 || meson() { python3 -m mesonbuild.mesonmain "$@"; }
 [ -d .gpu/include ] && export CPPFLAGS="-I$root/.gpu/include"
 build=/tmp/etrt-gpu-build
 meson setup "$build" --wipe -Dcuda=enabled -Dgpu_sm="$arch" -Dmarch= -Dtests=false --buildtype=release \
