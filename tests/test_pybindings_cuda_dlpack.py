@@ -164,7 +164,7 @@ class Waits:
 
 
 ALL = ("cuda_add_default", "cuda_mlp_device_io", "cuda_mlp_unplanned_out", "cuda_channels_last",
-       "cuda_transformer_block", "cuda_mixed")
+       "cuda_transformer_block", "cuda_mixed", "cuda_encoder_layer")
 
 
 # ---- tests: numpy and from_host (no torch or CuPy needed) -----------------------------------------------------------

@@ -113,7 +113,7 @@ def raises(exc, *fragments):
 # ---- scenarios ----------------------------------------------------------------------------------------------------
 
 ALL = ("cuda_add_default", "cuda_mlp_device_io", "cuda_mlp_unplanned_out", "cuda_channels_last",
-       "cuda_transformer_block", "cuda_mixed")
+       "cuda_transformer_block", "cuda_mixed", "cuda_encoder_layer")
 
 
 @scenario(*ALL)

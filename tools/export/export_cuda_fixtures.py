@@ -49,7 +49,7 @@ from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from etrt_cuda import BACKEND_ID, EtrtCudaPartitioner, Payload, reference  # noqa: E402
 from export_fixtures import (  # noqa: E402
-    SCALAR_TYPE_TO_DTYPE, HandTransformerBlock, _file_layout, _sha256)
+    SCALAR_TYPE_TO_DTYPE, HandTransformerBlock, _file_layout, _sha256, _transformer_block)
 
 SEED = 20240607
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -152,6 +152,15 @@ FIXTURES: List[Fixture] = [
         tolerance=dict(TOL_F32_LOOSE),
         notes=["Output 1 (c) is computed on the CPU by cumsum.out; output 0 comes back from delegate 1 "
                "through a _d2h_copy."],
+    ),
+    Fixture(
+        "cuda_encoder_layer", "the zoo's transformer block (nn.TransformerEncoderLayer(d_model=32, nhead=4, "
+        "dim_feedforward=64, batch_first=True, dropout=0), as tests/fixtures/exported/transformer_block) on "
+        "[2,8,32]: the float32 parts are delegated, the exporter's NaN guard on the attention weights (bool ops) "
+        "stays on the CPU between them; default planning with enable_non_cpu_memory_planning=True",
+        lambda: (_transformer_block(), (torch.randn(2, 8, 32),)),
+        config={"enable_non_cpu_memory_planning": True},
+        tolerance=dict(TOL_F32_LOOSE),
     ),
 ]
 

@@ -124,7 +124,7 @@ TEST_CASE("device: every CUDA fixture runs on an emulated device and matches tor
   if (!have_cuda_fixtures()) return;
   EmulatedCuda cuda;
   for (const char* name : {"cuda_add_default", "cuda_mlp_device_io", "cuda_mlp_unplanned_out", "cuda_channels_last",
-                           "cuda_transformer_block", "cuda_mixed"}) {
+                           "cuda_transformer_block", "cuda_mixed", "cuda_encoder_layer"}) {
     SECTION(name) { run_fixture(cuda, name); }
   }
   CHECK(cuda.dev.live_allocations == 0);  // arenas, delegate constants and scratch all released with the methods
