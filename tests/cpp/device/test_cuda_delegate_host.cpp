@@ -669,6 +669,11 @@ TEST_CASE("CUDA delegate (host ops): BackendInterface init and execute", "[cuda]
   init_fails(delegate, "cuda:x", Error::InvalidProgram, "is not 'cuda:N' with N in 0..127");
   init_fails(delegate, "cuda:", Error::InvalidProgram, "is not 'cuda:N'");
   init_fails(delegate, "cuda:1000", Error::InvalidProgram, "is not 'cuda:N'");
+  // Corrupt files reach this too: long digit runs, signs and trailing bytes are refused without overflow.
+  init_fails(delegate, "cuda:99999999999999999999999", Error::InvalidProgram, "is not 'cuda:N'");
+  init_fails(delegate, "cuda:-1", Error::InvalidProgram, "is not 'cuda:N'");
+  init_fails(delegate, "cuda:1x", Error::InvalidProgram, "is not 'cuda:N'");
+  init_fails(delegate, "cuda:+1", Error::InvalidProgram, "is not 'cuda:N'");
   {
     auto bad = bytes;
     bad[0] = 'X';

@@ -6,6 +6,7 @@
 // translation unit) or host loops over a host-emulated device (HostOps, in the tests).
 #pragma once
 
+#include <charconv>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -30,13 +31,10 @@ inline Result<int> target_device_index(std::span<const CompileSpec> specs) {
                   "' names device type '", type, "'; this delegate runs on cuda only");
     }
     const std::string_view digits = v.substr(5);
-    int index = 0;
-    bool ok = !digits.empty() && digits.size() <= 3;
-    for (char c : digits) {
-      ok = ok && c >= '0' && c <= '9';
-      index = index * 10 + (c - '0');
-    }
-    if (!ok || index > 127)  // Device::index is an int8_t
+    int index = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    const bool ok = ec == std::errc() && end == digits.data() + digits.size() && !digits.starts_with('-');
+    if (!ok || index < 0 || index > 127)  // Device::index is an int8_t
       return fail(Error::InvalidProgram, "EtrtCudaBackend: CompileSpec target_device '", v,
                   "' is not 'cuda:N' with N in 0..127");
     return index;
