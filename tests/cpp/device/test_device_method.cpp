@@ -3,10 +3,7 @@
 // et_copy kernels, bind device inputs, and run the delegate (host kernels) to the eager outputs.
 #include <fstream>
 
-#include "../test_support.h"
-#include "etrt/backends/cuda/cuda_backend.h"
-#include "etrt/backends/cuda/host_ops.h"
-#include "etrt/device/host_emulated_device.h"
+#include "emulated_cuda.h"
 #include "npz_reader.h"
 
 using namespace etrt;
@@ -14,16 +11,7 @@ using namespace etrt::test;
 
 namespace {
 
-std::filesystem::path cuda_fixture(const std::string& name) {
-  return env_dir("ETRT_CUDA_FIXTURE_DIR", ETRT_DEFAULT_CUDA_FIXTURE_DIR) / name;
-}
-
-struct EmulatedCuda {
-  HostEmulatedDevice dev{DeviceType::CUDA, 1};
-  cuda::CudaDelegate<cuda::HostOps> delegate{dev};
-  BackendEntry entry{cuda::kCudaBackendId, &delegate};
-  LoadOptions options() { return LoadOptions{kernel_table(), {&entry, 1}, nullptr, &dev}; }
-};
+std::filesystem::path cuda_fixture(const std::string& name) { return cuda_fixture_dir() / name; }
 
 std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes) {
   std::vector<int64_t> s(sizes.size());

@@ -1,33 +1,21 @@
 // Corrupt CUDA programs (truncations and byte flips of the real-exporter CUDA fixtures) never crash: loading either
 // fails with an error, or the method runs (device arenas, et_copy copies, the delegate's payload and kernels on the
 // host-emulated device) and either works or fails with an error.
-#include "../test_support.h"
-#include "etrt/backends/cuda/cuda_backend.h"
-#include "etrt/backends/cuda/host_ops.h"
-#include "etrt/device/host_emulated_device.h"
+#include "emulated_cuda.h"
 
 using namespace etrt;
 using namespace etrt::test;
 
 namespace {
 
-std::filesystem::path cuda_dir() { return env_dir("ETRT_CUDA_FIXTURE_DIR", ETRT_DEFAULT_CUDA_FIXTURE_DIR); }
-
 std::vector<std::filesystem::path> cuda_programs() {
   std::vector<std::filesystem::path> files;
-  if (!std::filesystem::exists(cuda_dir())) return files;
-  for (const auto& e : std::filesystem::directory_iterator(cuda_dir()))
+  if (!std::filesystem::exists(cuda_fixture_dir())) return files;
+  for (const auto& e : std::filesystem::directory_iterator(cuda_fixture_dir()))
     if (e.path().extension() == ".pte") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
 }
-
-struct EmulatedCuda {
-  HostEmulatedDevice dev{DeviceType::CUDA, 1};
-  cuda::CudaDelegate<cuda::HostOps> delegate{dev};
-  BackendEntry entry{cuda::kCudaBackendId, &delegate};
-  LoadOptions options() { return LoadOptions{kernel_table(), {&entry, 1}, nullptr, &dev}; }
-};
 
 /// Loads every method of `bytes` and, when one loads, runs it on zero inputs placed where it expects them.
 /// Returns how many methods executed successfully.
@@ -75,7 +63,7 @@ int load_and_run(EmulatedCuda& cuda, std::span<const uint8_t> bytes) {
 TEST_CASE("device robustness: the intact CUDA fixtures all run", "[device][robustness]") {
   const auto files = cuda_programs();
   if (files.empty()) {
-    WARN("CUDA fixtures not found at " << cuda_dir());
+    WARN("CUDA fixtures not found at " << cuda_fixture_dir());
     return;
   }
   EmulatedCuda cuda;
