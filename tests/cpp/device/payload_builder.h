@@ -5,6 +5,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -57,6 +58,11 @@ class PayloadBuilder {
   uint32_t constant(std::vector<int64_t> sizes, std::vector<float> data) {
     const uint32_t id = value(std::move(sizes), kFlagConstant);
     values[id].data = std::move(data);
+    return id;
+  }
+  /// Makes value `id` a bool (dtype 11); returns `id`.
+  uint32_t as_bool(uint32_t id) {
+    values[id].dtype = 11;
     return id;
   }
   void node(Op op, std::vector<uint32_t> in, std::vector<uint32_t> out, std::vector<Attr> attrs = {}) {
@@ -152,8 +158,9 @@ inline void patch(std::vector<uint8_t>& b, size_t at, T v) {
   std::memcpy(b.data() + at, &v, sizeof(T));
 }
 
-/// A graph with every op of version 1 (and optional inputs, constants, a multi-output node), for parser and fuzz
-/// tests. Inputs: x [2, 3, 4] (positive values keep DIV finite), y [4]. Outputs: LAYER_NORM's out, mean, rstd.
+/// A graph with every op of version 1 (and optional inputs, constants, a multi-output node, bool values), for parser
+/// and fuzz tests. Inputs: x [2, 3, 4] (positive values keep DIV finite), y [4]. Outputs: LAYER_NORM's out, mean,
+/// rstd, then the mask ops' WHERE result [3, 2, 2].
 inline PayloadBuilder all_ops_graph() {
   PayloadBuilder g;
   const uint32_t x = g.input({2, 3, 4}), y = g.input({4});
@@ -191,6 +198,21 @@ inline PayloadBuilder all_ops_graph() {
   g.node(Op::Bmm, {t19, t20}, {t21});
   g.node(Op::Softmax, {t21}, {t22}, {Attr::i(1)});
   const uint32_t out = g.output({3, 2, 2}), mean = g.output({3, 1, 1}), rstd = g.output({3, 1, 1});
+  const uint32_t masked = g.output({3, 2, 2});
+  // The exporter's NaN guard on attention weights, plus a bool FULL and a bool COPY.
+  const uint32_t sel = t({2, 2}), eq = g.as_bool(t({3, 2, 2})), ne = g.as_bool(t({3, 2, 2}));
+  const uint32_t any = g.as_bool(t({3, 2, 1})), none = g.as_bool(t({3, 2, 1})), zeros = t({3, 2, 2});
+  const uint32_t guarded = t({3, 2, 2}), ones = g.as_bool(t({2, 1})), flat = g.as_bool(t({6}));
+  g.node(Op::Select, {t22}, {sel}, {Attr::i(0), Attr::i(2)});
+  g.node(Op::EqScalar, {t22}, {eq}, {Attr::f(-INFINITY)});
+  g.node(Op::LogicalNot, {eq}, {ne});
+  g.node(Op::Any, {ne}, {any}, {Attr::i(2), Attr::i(1)});
+  g.node(Op::LogicalNot, {any}, {none});
+  g.node(Op::Full, {}, {zeros}, {Attr::f(0.0)});
+  g.node(Op::Where, {none, zeros, t22}, {guarded});
+  g.node(Op::Full, {}, {ones}, {Attr::f(1.0)});
+  g.node(Op::Copy, {none}, {flat});  // never read
+  g.node(Op::Where, {ones, sel, guarded}, {masked});
   g.node(Op::LayerNorm, {t22, c4, kAbsent}, {out, mean, rstd}, {Attr::f(1e-5), Attr::i(2)});
   return g;
 }

@@ -45,7 +45,7 @@ TEST_CASE("ECU1: a graph with every op decodes", "[cuda][payload]") {
   const Payload& p = *r;
   CHECK(p.values.size() == g.values.size());
   CHECK(p.inputs == std::vector<uint32_t>{0, 1});
-  CHECK(p.outputs.size() == 3);
+  CHECK(p.outputs.size() == 4);
   CHECK(p.nodes.size() == g.nodes.size());
   CHECK(p.nodes[0].op == Op::Add);
   CHECK(p.nodes[0].alpha == 0.5);
@@ -68,6 +68,27 @@ TEST_CASE("ECU1: a graph with every op decodes", "[cuda][payload]") {
   CHECK(ln.eps == 1e-5);
   CHECK(ln.normalized_ndim == 2);
   CHECK(ln.num_out == 3);
+  // The mask ops and their bool values.
+  const NodeDesc& sel = p.nodes[p.nodes.size() - 11];
+  REQUIRE(sel.op == Op::Select);
+  CHECK(sel.dim == 0);
+  CHECK(sel.index == 2);
+  const NodeDesc& eq = p.nodes[p.nodes.size() - 10];
+  REQUIRE(eq.op == Op::EqScalar);
+  CHECK(eq.scalar == -INFINITY);
+  CHECK(p.values[eq.in[0]].dtype == ScalarType::Float);
+  CHECK(p.values[eq.out[0]].dtype == ScalarType::Bool);
+  CHECK(p.values[eq.out[0]].nbytes() == 12);
+  const NodeDesc& any = p.nodes[p.nodes.size() - 8];
+  REQUIRE(any.op == Op::Any);
+  CHECK(any.dim == 2);
+  CHECK(any.keepdim == 1);
+  const NodeDesc& full = p.nodes[p.nodes.size() - 4];
+  REQUIRE(full.op == Op::Full);
+  CHECK(full.num_in == 0);
+  CHECK(full.value == 1.0);
+  CHECK(p.values[full.out[0]].is_bool());
+  CHECK(p.nodes[p.nodes.size() - 2].op == Op::Where);
   // Constants: 64-aligned inside the region, which views the payload.
   CHECK(p.constants.size() > 0);
   CHECK(p.constants.data() >= bytes.data());
@@ -143,10 +164,23 @@ TEST_CASE("ECU1: value records", "[cuda][payload]") {
     b[at] = byte;
     return b;
   };
-  expect_fail(with(v1, 5), Error::NotSupported, {"value 1", "float16", "float32 only"});
+  expect_fail(with(v1, 5), Error::NotSupported, {"value 1", "float16", "float32 and bool only"});
   expect_fail(with(v1, 15), Error::NotSupported, {"value 1", "bfloat16"});
   expect_fail(with(v1, 4), Error::NotSupported, {"value 1", "int64"});
+  expect_fail(with(v1, 3), Error::NotSupported, {"value 1", "int32"});
   expect_fail(with(v1, 99), Error::InvalidProgram, {"value 1", "unknown dtype code 99"});
+  // bool is a value dtype, but ADD reads float32 only, and constants are float32.
+  expect_fail(with(v1, 11), Error::InvalidProgram, {"node 0 (ADD)", "input 1 (value 1) is bool, expected float32"});
+  expect_fail(with(g.value_at[2], 11), Error::InvalidProgram,
+              {"node 0 (ADD)", "output 0 (value 2) is bool, expected float32"});
+  {
+    PayloadBuilder h;
+    const uint32_t x = h.input({2});
+    const uint32_t c = h.as_bool(h.constant({2}, {1.f, 0.f}));
+    const uint32_t o = h.output({2});
+    h.node(Op::Where, {c, x, x}, {o});
+    expect_fail(h.bytes(), Error::InvalidProgram, {"value 1 is a bool constant"});
+  }
   expect_fail(with(v1 + 1, 17), Error::InvalidProgram, {"value 1", "rank 17"});
   expect_fail(with(v1 + 2, 8 | kFlagInput), Error::InvalidProgram, {"value 1", "flags 9"});
   expect_fail(with(v1 + 2, kFlagInput | kFlagConstant), Error::InvalidProgram, {"value 1", "exclude each other"});
@@ -477,4 +511,156 @@ TEST_CASE("ECU1: random corruption never crashes the parser", "[cuda][payload]")
     }
   }
   CHECK(parsed > 0);  // flips in constant data and attribute values still parse
+}
+
+TEST_CASE("ECU1: dtype rules of the mask ops", "[cuda][payload]") {
+  // One node: inputs with the given dtypes (true: bool) and sizes, one output.
+  struct In {
+    std::vector<int64_t> sizes;
+    bool is_bool;
+  };
+  const auto one = [](Op op, std::vector<In> ins, std::vector<int64_t> out, bool out_bool, std::vector<Attr> attrs) {
+    PayloadBuilder g;
+    std::vector<uint32_t> ids;
+    for (auto& in : ins) {
+      const uint32_t id = g.input(in.sizes);
+      if (in.is_bool) g.as_bool(id);
+      ids.push_back(id);
+    }
+    const uint32_t o = g.output(std::move(out));
+    if (out_bool) g.as_bool(o);
+    g.node(op, ids, {o}, std::move(attrs));
+    return g.bytes();
+  };
+  const auto ok = [](const std::vector<uint8_t>& b) {
+    auto r = parse_payload(b);
+    INFO((r ? std::string() : r.error().what));
+    CHECK(r.has_value());
+  };
+  const std::vector<int64_t> s{2, 3};
+  ok(one(Op::EqScalar, {{s, false}}, s, true, {Attr::f(1.5)}));
+  expect_fail(one(Op::EqScalar, {{s, true}}, s, true, {Attr::f(1.5)}), Error::InvalidProgram,
+              {"node 0 (EQ_SCALAR)", "input 0 (value 0) is bool, expected float32"});
+  expect_fail(one(Op::EqScalar, {{s, false}}, s, false, {Attr::f(1.5)}), Error::InvalidProgram,
+              {"node 0 (EQ_SCALAR)", "output 0 (value 1) is float32, expected bool"});
+  ok(one(Op::LogicalNot, {{s, true}}, s, true, {}));
+  expect_fail(one(Op::LogicalNot, {{s, false}}, s, true, {}), Error::InvalidProgram,
+              {"node 0 (LOGICAL_NOT)", "input 0 (value 0) is float32, expected bool"});
+  expect_fail(one(Op::LogicalNot, {{s, true}}, s, false, {}), Error::InvalidProgram,
+              {"node 0 (LOGICAL_NOT)", "output 0 (value 1) is float32, expected bool"});
+  ok(one(Op::Any, {{s, true}}, {2, 1}, true, {Attr::i(1), Attr::i(1)}));
+  expect_fail(one(Op::Any, {{s, false}}, {2, 1}, true, {Attr::i(1), Attr::i(1)}), Error::InvalidProgram,
+              {"node 0 (ANY)", "input 0 (value 0) is float32, expected bool"});
+  expect_fail(one(Op::Any, {{s, true}}, {2, 1}, false, {Attr::i(1), Attr::i(1)}), Error::InvalidProgram,
+              {"node 0 (ANY)", "output 0 (value 1) is float32, expected bool"});
+  ok(one(Op::Where, {{s, true}, {s, false}, {s, false}}, s, false, {}));
+  expect_fail(one(Op::Where, {{s, false}, {s, false}, {s, false}}, s, false, {}), Error::InvalidProgram,
+              {"node 0 (WHERE)", "input 0 (value 0) is float32, expected bool"});
+  expect_fail(one(Op::Where, {{s, true}, {s, true}, {s, false}}, s, false, {}), Error::InvalidProgram,
+              {"node 0 (WHERE)", "input 1 (value 1) is bool, expected float32"});
+  expect_fail(one(Op::Where, {{s, true}, {s, false}, {s, true}}, s, false, {}), Error::InvalidProgram,
+              {"node 0 (WHERE)", "input 2 (value 2) is bool, expected float32"});
+  expect_fail(one(Op::Where, {{s, true}, {s, false}, {s, false}}, s, true, {}), Error::InvalidProgram,
+              {"node 0 (WHERE)", "output 0 (value 3) is bool, expected float32"});
+  expect_fail(one(Op::Select, {{s, true}}, {3}, true, {Attr::i(0), Attr::i(0)}), Error::InvalidProgram,
+              {"node 0 (SELECT)", "input 0 (value 0) is bool, expected float32"});
+  expect_fail(one(Op::Relu, {{s, true}}, s, true, {}), Error::InvalidProgram,
+              {"node 0 (RELU)", "input 0 (value 0) is bool, expected float32"});
+  // COPY keeps the dtype, whichever it is.
+  ok(one(Op::Copy, {{s, true}}, {6}, true, {}));
+  ok(one(Op::Copy, {{s, false}}, {6}, false, {}));
+  expect_fail(one(Op::Copy, {{s, true}}, {6}, false, {}), Error::InvalidProgram,
+              {"node 0 (COPY)", "output 0 (value 1) is float32, expected bool"});
+  expect_fail(one(Op::Copy, {{s, false}}, {6}, true, {}), Error::InvalidProgram,
+              {"node 0 (COPY)", "output 0 (value 1) is bool, expected float32"});
+  // FULL writes either dtype; a bool output takes 0 or 1 only.
+  ok(one(Op::Full, {}, s, false, {Attr::f(-INFINITY)}));
+  ok(one(Op::Full, {}, s, true, {Attr::f(1.0)}));
+  ok(one(Op::Full, {}, s, true, {Attr::f(0.0)}));
+  expect_fail(one(Op::Full, {}, s, true, {Attr::f(2.0)}), Error::InvalidProgram,
+              {"node 0 (FULL)", "value 2", "does not fit the bool output (0 or 1)"});
+  expect_fail(one(Op::Full, {}, s, true, {Attr::f(NAN)}), Error::InvalidProgram, {"node 0 (FULL)", "bool output"});
+}
+
+TEST_CASE("ECU1: attributes and shapes of the mask ops", "[cuda][payload]") {
+  const auto unary = [](Op op, std::vector<int64_t> in, bool in_bool, std::vector<int64_t> out, bool out_bool,
+                        std::vector<Attr> attrs) {
+    PayloadBuilder g;
+    const uint32_t x = g.input(std::move(in));
+    if (in_bool) g.as_bool(x);
+    const uint32_t o = g.output(std::move(out));
+    if (out_bool) g.as_bool(o);
+    g.node(op, {x}, {o}, std::move(attrs));
+    return g.bytes();
+  };
+  const auto select = [&](std::vector<int64_t> in, std::vector<int64_t> out, int64_t dim, int64_t index) {
+    return unary(Op::Select, std::move(in), false, std::move(out), false, {Attr::i(dim), Attr::i(index)});
+  };
+  CHECK(parse_payload(select({2, 3, 4}, {2, 4}, 1, 2)).has_value());
+  CHECK(parse_payload(select({5}, {}, 0, 4)).has_value());
+  expect_fail(select({2, 3, 4}, {2, 4}, 3, 0), Error::InvalidProgram,
+              {"node 0 (SELECT)", "dim 3 is out of range for rank 3"});
+  expect_fail(select({2, 3, 4}, {2, 4}, -1, 0), Error::InvalidProgram, {"node 0 (SELECT)", "dim -1"});
+  expect_fail(select({2, 3, 4}, {2, 4}, 1, 3), Error::InvalidProgram,
+              {"node 0 (SELECT)", "index 3 is out of range for size 3 of dim 1"});
+  expect_fail(select({2, 3, 4}, {2, 4}, 1, -1), Error::InvalidProgram, {"node 0 (SELECT)", "index -1"});
+  expect_fail(select({2, 0, 4}, {2, 4}, 1, 0), Error::InvalidProgram, {"node 0 (SELECT)", "index 0"});
+  expect_fail(select({2, 3, 4}, {2, 1, 4}, 1, 0), Error::InvalidProgram,
+              {"node 0 (SELECT)", "output has sizes [2, 1, 4], expected [2, 4]"});
+  expect_fail(select({}, {}, 0, 0), Error::InvalidProgram, {"node 0 (SELECT)", "dim 0 is out of range for rank 0"});
+  expect_fail(unary(Op::Select, {2, 3}, false, {3}, false, {Attr::i(0)}), Error::InvalidProgram,
+              {"node 0 (SELECT)", "has 1 attributes, expected 2"});
+
+  const auto any = [&](std::vector<int64_t> in, std::vector<int64_t> out, int64_t dim, int64_t keepdim) {
+    return unary(Op::Any, std::move(in), true, std::move(out), true, {Attr::i(dim), Attr::i(keepdim)});
+  };
+  CHECK(parse_payload(any({2, 3, 4}, {2, 1, 4}, 1, 1)).has_value());
+  CHECK(parse_payload(any({2, 3, 4}, {2, 4}, 1, 0)).has_value());
+  CHECK(parse_payload(any({2, 0}, {2, 1}, 1, 1)).has_value());
+  CHECK(parse_payload(any({}, {}, 0, 1)).has_value());  // rank 0: dim 0, the output stays rank 0
+  expect_fail(any({2, 3, 4}, {2, 1, 4}, 1, 2), Error::InvalidProgram,
+              {"node 0 (ANY)", "keepdim is 2, expected 0 or 1"});
+  expect_fail(any({2, 3, 4}, {2, 3, 1}, 3, 1), Error::InvalidProgram,
+              {"node 0 (ANY)", "dim 3 is out of range for rank 3"});
+  expect_fail(any({2, 3, 4}, {2, 3, 1}, -1, 1), Error::InvalidProgram, {"node 0 (ANY)", "dim -1"});
+  expect_fail(any({2, 3, 4}, {2, 4}, 1, 1), Error::InvalidProgram,
+              {"node 0 (ANY)", "output has sizes [2, 4], expected [2, 1, 4]"});
+  expect_fail(any({2, 3, 4}, {2, 1, 4}, 1, 0), Error::InvalidProgram,
+              {"node 0 (ANY)", "output has sizes [2, 1, 4], expected [2, 4]"});
+  expect_fail(unary(Op::EqScalar, {2, 3}, false, {3, 2}, true, {Attr::f(0.0)}), Error::InvalidProgram,
+              {"node 0 (EQ_SCALAR)", "output has sizes [3, 2], expected [2, 3]"});
+  expect_fail(unary(Op::EqScalar, {2, 3}, false, {2, 3}, true, {}), Error::InvalidProgram,
+              {"node 0 (EQ_SCALAR)", "has 0 attributes, expected 1"});
+  expect_fail(unary(Op::LogicalNot, {2, 3}, true, {6}, true, {}), Error::InvalidProgram,
+              {"node 0 (LOGICAL_NOT)", "output has sizes [6], expected [2, 3]"});
+
+  {
+    // FULL has no inputs and one attribute.
+    PayloadBuilder g;
+    const uint32_t x = g.input({2});
+    const uint32_t o = g.output({2});
+    g.node(Op::Full, {x}, {o}, {Attr::f(0.0)});
+    expect_fail(g.bytes(), Error::InvalidProgram, {"node 0 (FULL)", "has 1 inputs and 1 outputs, expected 0 and 1"});
+    PayloadBuilder h;
+    const uint32_t o2 = h.output({2, 0, 3});
+    h.node(Op::Full, {}, {o2}, {});
+    expect_fail(h.bytes(), Error::InvalidProgram, {"node 0 (FULL)", "has 0 attributes, expected 1"});
+  }
+
+  const auto where = [](std::vector<int64_t> c, std::vector<int64_t> a, std::vector<int64_t> b,
+                        std::vector<int64_t> out) {
+    PayloadBuilder g;
+    const uint32_t ci = g.as_bool(g.input(std::move(c))), ai = g.input(std::move(a)), bi = g.input(std::move(b));
+    const uint32_t o = g.output(std::move(out));
+    g.node(Op::Where, {ci, ai, bi}, {o});
+    return g.bytes();
+  };
+  CHECK(parse_payload(where({2, 1, 1}, {3, 1}, {4}, {2, 3, 4})).has_value());
+  CHECK(parse_payload(where({}, {}, {}, {})).has_value());
+  CHECK(parse_payload(where({5, 1, 1, 1}, {1}, {2, 1}, {5, 1, 2, 1})).has_value());
+  expect_fail(where({2, 1, 1}, {3, 1}, {4}, {2, 3, 1}), Error::InvalidProgram,
+              {"node 0 (WHERE)", "output has sizes [2, 3, 1], expected [2, 3, 4]"});
+  expect_fail(where({3}, {2, 1}, {4}, {2, 4}), Error::InvalidProgram,
+              {"node 0 (WHERE)", "input sizes [3], [2, 1] and [4] do not broadcast"});
+  expect_fail(where({2}, {3}, {1}, {3}), Error::InvalidProgram, {"node 0 (WHERE)", "do not broadcast"});
 }

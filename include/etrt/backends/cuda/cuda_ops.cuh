@@ -6,8 +6,9 @@
 // faults surface asynchronously, at the next checked call or synchronisation.
 //
 // Kernels: grid-stride loops over 64-bit indices; elementwise ops walk broadcast/permuted operands through the
-// precomputed strides of fn::Strided; softmax and layer norm reduce one row per block (warp shuffles, then one
-// shared slot per warp); matrix products use cuBLAS when it loads and a tiled shared-memory SGEMM otherwise.
+// precomputed strides of fn::Strided (WHERE included); the mask ops work on one-byte bools; softmax and layer norm
+// reduce one row per block (warp shuffles, then one shared slot per warp), ANY loops per output; matrix products
+// use cuBLAS when it loads and a tiled shared-memory SGEMM otherwise.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -63,11 +64,44 @@ __global__ void binary_kernel(F f, fn::Strided<3> w, const float* __restrict__ a
   }
 }
 
-static __global__ void copy_kernel(fn::Strided<2> w, const float* __restrict__ src, float* __restrict__ dst) {
+template <class T>
+__global__ void copy_kernel(fn::Strided<2> w, const T* __restrict__ src, T* __restrict__ dst) {
   for (int64_t i = global_index(); i < w.numel; i += grid_stride()) {
     int64_t off[2];
     offsets(w, i, off);
     dst[off[0]] = src[off[1]];
+  }
+}
+
+/// Elementwise with distinct input and output types (the mask ops: float -> bool, bool -> bool).
+template <class F, class In, class Out>
+__global__ void map_kernel(F f, const In* __restrict__ x, Out* __restrict__ y, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] = f(x[i]);
+}
+
+template <class T>
+__global__ void fill_kernel(T value, T* __restrict__ y, int64_t n) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] = value;
+}
+
+static __global__ void where_kernel(fn::Strided<4> w, const uint8_t* __restrict__ c, const float* __restrict__ a,
+                                    const float* __restrict__ b, float* __restrict__ y) {
+  for (int64_t i = global_index(); i < w.numel; i += grid_stride()) {
+    int64_t off[4];
+    offsets(w, i, off);
+    y[off[0]] = fn::select_where(c[off[1]], a[off[2]], b[off[3]]);
+  }
+}
+
+/// Any over `len` elements `inner` apart, one thread per output: the masks reduced here are short rows (attention
+/// weights), so a per-output loop with an early exit beats a block reduction's synchronisation.
+static __global__ void any_kernel(const uint8_t* __restrict__ x, uint8_t* __restrict__ y, int64_t outer, int64_t len,
+                                  int64_t inner) {
+  for (int64_t c = global_index(); c < outer * inner; c += grid_stride()) {
+    const uint8_t* xr = x + (c / inner) * len * inner + c % inner;
+    uint8_t r = 0;
+    for (int64_t k = 0; k < len && !r; ++k) r = xr[k * inner] != 0;
+    y[c] = r;
   }
 }
 
@@ -268,10 +302,42 @@ class CudaOps {
     });
   }
 
-  Status copy(const fn::Strided<2>& w, const float* src, float* dst) const {
+  template <class T>
+  Status copy(const fn::Strided<2>& w, const T* src, T* dst) const {
     if (w.numel <= 0) return {};
-    gpu::copy_kernel<<<gpu::grid_for(w.numel), gpu::kBlock, 0, cudaStreamLegacy>>>(w, src, dst);
+    gpu::copy_kernel<T><<<gpu::grid_for(w.numel), gpu::kBlock, 0, cudaStreamLegacy>>>(w, src, dst);
     return check(cudaGetLastError(), "launching the strided copy kernel");
+  }
+
+  Status eq_scalar(float s, const float* x, uint8_t* y, int64_t n) const {
+    if (n <= 0) return {};
+    gpu::map_kernel<<<gpu::grid_for(n), gpu::kBlock, 0, cudaStreamLegacy>>>(fn::EqScalarFn{s}, x, y, n);
+    return check(cudaGetLastError(), "launching the eq_scalar kernel");
+  }
+
+  Status logical_not(const uint8_t* x, uint8_t* y, int64_t n) const {
+    if (n <= 0) return {};
+    gpu::map_kernel<<<gpu::grid_for(n), gpu::kBlock, 0, cudaStreamLegacy>>>(fn::LogicalNotFn{}, x, y, n);
+    return check(cudaGetLastError(), "launching the logical_not kernel");
+  }
+
+  Status any(const uint8_t* x, uint8_t* y, int64_t outer, int64_t len, int64_t inner) const {
+    if (outer <= 0 || inner <= 0) return {};
+    gpu::any_kernel<<<gpu::grid_for(outer * inner), gpu::kBlock, 0, cudaStreamLegacy>>>(x, y, outer, len, inner);
+    return check(cudaGetLastError(), "launching the any kernel");
+  }
+
+  template <class T>
+  Status fill(T value, T* y, int64_t n) const {
+    if (n <= 0) return {};
+    gpu::fill_kernel<T><<<gpu::grid_for(n), gpu::kBlock, 0, cudaStreamLegacy>>>(value, y, n);
+    return check(cudaGetLastError(), "launching the fill kernel");
+  }
+
+  Status where(const fn::Strided<4>& w, const uint8_t* c, const float* a, const float* b, float* y) const {
+    if (w.numel <= 0) return {};
+    gpu::where_kernel<<<gpu::grid_for(w.numel), gpu::kBlock, 0, cudaStreamLegacy>>>(w, c, a, b, y);
+    return check(cudaGetLastError(), "launching the where kernel");
   }
 
   Status gemm(const GemmShape& g, float alpha, const float* a, const float* b, float beta, float* c) const {

@@ -110,6 +110,14 @@ struct SubFn {
 struct MulFn { ETRT_HD float operator()(float a, float b) const { return a * b; } };
 struct DivFn { ETRT_HD float operator()(float a, float b) const { return a / b; } };
 
+// The mask ops: bool elements are one byte; any nonzero byte reads as true, results are 0 or 1.
+struct EqScalarFn {
+  float s;
+  ETRT_HD uint8_t operator()(float x) const { return x == s; }  // NaN is equal to nothing, -inf equals -inf
+};
+struct LogicalNotFn { ETRT_HD uint8_t operator()(uint8_t x) const { return x == 0; } };
+ETRT_HD inline float select_where(uint8_t cond, float a, float b) { return cond ? a : b; }
+
 /// Calls `f(functor)` with the functor for `kind` (`param`: the scalar of ADD_SCALAR / MUL_SCALAR), so each path
 /// instantiates its loop or kernel once per op instead of switching per element.
 template <class F>

@@ -11,11 +11,18 @@
 //   Result<Guard> activate();  // makes the device current for one execute; the guard restores the caller's
 //   Status unary(fn::UnaryKind, float param, const float* x, float* y, int64_t n);
 //   Status binary(fn::BinaryKind, float alpha, const fn::Strided<3>& walk, const float* a, const float* b, float* y);
-//   Status copy(const fn::Strided<2>& walk, const float* src, float* dst);  // operand 0 is dst, 1 is src
+//   template <class T> Status copy(const fn::Strided<2>& walk, const T* src, T* dst);  // T float or uint8_t;
+//                                                                                       // operand 0 is dst, 1 src
 //   Status gemm(const GemmShape&, float alpha, const float* a, const float* b, float beta, float* c);
 //   Status softmax(const float* x, float* y, int64_t outer, int64_t len, int64_t inner);
 //   Status layer_norm(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
 //                     int64_t rows, int64_t cols, float eps);  // w, b may be null
+//   Status eq_scalar(float s, const float* x, uint8_t* y, int64_t n);
+//   Status logical_not(const uint8_t* x, uint8_t* y, int64_t n);
+//   Status any(const uint8_t* x, uint8_t* y, int64_t outer, int64_t len, int64_t inner);  // over len, per output
+//   template <class T> Status fill(T value, T* y, int64_t n);  // T float or uint8_t
+//   Status where(const fn::Strided<4>& walk, const uint8_t* cond, const float* a, const float* b, float* y);
+// Bool tensors are one byte per element; kernels write 0 or 1 and read any nonzero byte as true.
 // Ops may assume what the payload parser checked: sizes are consistent, n > 0 and no output aliases an input.
 #pragma once
 
@@ -114,12 +121,12 @@ class GraphExecutor {
     for (size_t i = 0; i < args.size(); ++i) ETRT_CHECK_OK(bind(i, args[i]));
     ETRT_TRY([[maybe_unused]] auto guard, ops_.activate());
     for (const Boundary& b : boundaries_)
-      if (b.is_input && b.convert) ETRT_CHECK_OK(ops_.copy(b.walk, b.arg, ptr_[b.value]));
+      if (b.is_input && b.convert) ETRT_CHECK_OK(copy_any(b.is_bool, b.walk, b.arg, ptr_[b.value]));
     for (size_t i = 0; i < steps_.size(); ++i)
       if (auto s = run(steps_[i]); !s)
         return fail(s.error().code, "EtrtCudaBackend node ", i, " (", op_name(p_.nodes[i].op), "): ", s.error().what);
     for (const Boundary& b : boundaries_)
-      if (!b.is_input && b.convert) ETRT_CHECK_OK(ops_.copy(b.walk, ptr_[b.value], b.arg));
+      if (!b.is_input && b.convert) ETRT_CHECK_OK(copy_any(b.is_bool, b.walk, ptr_[b.value], b.arg));
     return {};
   }
 
@@ -138,11 +145,13 @@ class GraphExecutor {
     uint32_t value = 0;
     bool is_input = false;
     bool convert = false;
+    bool is_bool = false;
     fn::Strided<2> walk{};  // operand 0 the destination, 1 the source
-    float* arg = nullptr;   // bound per execute
+    void* arg = nullptr;    // bound per execute
   };
 
-  enum class Kind : uint8_t { Skip, Unary, Binary, Copy, Gemm, Softmax, LayerNorm };
+  enum class Kind : uint8_t { Skip, Unary, Binary, Copy, Gemm, Softmax, LayerNorm, EqScalar, LogicalNot, Any, Fill,
+                              Where };
   struct Step {
     Kind kind = Kind::Skip;
     const NodeDesc* node = nullptr;
@@ -150,7 +159,10 @@ class GraphExecutor {
     fn::BinaryKind binary{};
     float param = 0.f, alpha = 1.f, beta = 0.f, eps = 0.f;
     fn::Strided<3> walk3{};
-    fn::Strided<2> walk2{};  // COPY/PERMUTE/EXPAND, and ADDMM's bias broadcast into the output
+    fn::Strided<2> walk2{};  // COPY/PERMUTE/EXPAND/SELECT, and ADDMM's bias broadcast into the output
+    fn::Strided<4> walk4{};  // WHERE: out, cond, a, b
+    int64_t src_offset = 0;  // SELECT: elements from the input's start to the selected slice
+    bool bytes = false;      // COPY of a bool value
     bool bias_copy = false;
     GemmShape gemm{};
     int64_t outer = 1, len = 1, inner = 1;
@@ -189,6 +201,7 @@ class GraphExecutor {
       Boundary b;
       b.value = id;
       b.is_input = is_input;
+      b.is_bool = v.is_bool();
       int64_t strided[kMaxDims];
       b.convert = !arg_strides(v, strided) && v.numel > 0;
       if (b.convert) {
@@ -245,12 +258,12 @@ class GraphExecutor {
     auto* base = static_cast<uint8_t*>(scratch_.data());
     for (size_t k = 0; k < ids.size(); ++k) {
       scratch_off_[ids[k]] = static_cast<int64_t>(off[k]);
-      ptr_[ids[k]] = reinterpret_cast<float*>(base + off[k]);
+      ptr_[ids[k]] = base + off[k];
     }
     auto* cbase = static_cast<uint8_t*>(constants_.data());
     for (uint32_t id = 0; id < nv; ++id)
       if (p_.values[id].is_constant() && p_.values[id].numel > 0)
-        ptr_[id] = reinterpret_cast<float*>(cbase + p_.values[id].constant_offset);
+        ptr_[id] = cbase + p_.values[id].constant_offset;
     return {};
   }
 
@@ -281,7 +294,7 @@ class GraphExecutor {
       for (int k = 0; k < n.num_out; ++k) empty = empty && p_.values[n.out[k]].numel == 0;
       if (empty) continue;  // nothing to write (kernels are never launched over zero elements)
       const ValueDesc& out = p_.values[n.out[0]];
-      const ValueDesc& a = p_.values[n.in[0]];
+      const ValueDesc& a = p_.values[n.in[0] == kAbsent ? n.out[0] : n.in[0]];  // FULL has no input
       switch (n.op) {
         case Op::Add:
         case Op::Sub:
@@ -349,6 +362,7 @@ class GraphExecutor {
         }
         case Op::Copy:
           s.kind = Kind::Copy;
+          s.bytes = out.is_bool();
           s.walk2.rank = 1;
           s.walk2.numel = s.walk2.sizes[0] = out.numel;
           s.walk2.strides[0][0] = s.walk2.strides[1][0] = 1;
@@ -367,6 +381,42 @@ class GraphExecutor {
           init_walk_shape(out, s.walk2);
           broadcast_strides(a, out, s.walk2.strides[1]);
           fn::coalesce(s.walk2);
+          break;
+        case Op::Select: {
+          // A strided copy of the slice: the input's strides without `dim`, starting at index * stride[dim].
+          s.kind = Kind::Copy;
+          init_walk_shape(out, s.walk2);
+          int64_t own[kMaxDims];
+          contiguous_strides(a.shape(), own);
+          for (int d = 0, o = 0; d < a.rank; ++d)
+            if (d != n.dim) s.walk2.strides[1][o++] = own[d];
+          s.src_offset = n.index * own[n.dim];
+          fn::coalesce(s.walk2);
+          break;
+        }
+        case Op::EqScalar:
+          s.kind = Kind::EqScalar;
+          s.param = static_cast<float>(n.scalar);  // torch compares a float tensor with the scalar in float
+          break;
+        case Op::LogicalNot: s.kind = Kind::LogicalNot; break;
+        case Op::Any:
+          s.kind = Kind::Any;
+          for (int d = 0; d < a.rank; ++d) {
+            if (d < n.dim) s.outer *= a.sizes[d];
+            else if (d == n.dim) s.len = a.sizes[d];
+            else s.inner *= a.sizes[d];
+          }
+          break;
+        case Op::Full:
+          s.kind = Kind::Fill;
+          s.bytes = out.is_bool();
+          s.param = static_cast<float>(n.value);
+          break;
+        case Op::Where:
+          s.kind = Kind::Where;
+          init_walk_shape(out, s.walk4);
+          for (int k = 0; k < 3; ++k) broadcast_strides(p_.values[n.in[k]], out, s.walk4.strides[k + 1]);
+          fn::coalesce(s.walk4);
           break;
       }
     }
@@ -396,11 +446,12 @@ class GraphExecutor {
                  b.is_input ? i : i - p_.inputs.size(), ", value ", b.value, ")");
     };
     if (!ev || !ev->is_tensor())
-      return fail(Error::InvalidArgument, where(), " is ", ev ? tag_name(ev->tag()) : "missing",
-                  ", expected a float32 tensor");
+      return fail(Error::InvalidArgument, where(), " is ", ev ? tag_name(ev->tag()) : "missing", ", expected a ",
+                  numpy_name(v.dtype), " tensor");
     const Tensor& t = ev->tensor_unchecked();
-    if (t.dtype() != ScalarType::Float)
-      return fail(Error::InvalidArgument, where(), " has dtype ", numpy_name(t.dtype()), ", expected float32");
+    if (t.dtype() != v.dtype)
+      return fail(Error::InvalidArgument, where(), " has dtype ", numpy_name(t.dtype()), ", expected ",
+                  numpy_name(v.dtype));
     if (!payload_detail::same(t.sizes(), v.shape()))
       return fail(Error::InvalidArgument, where(), " has sizes ", shape_str(t.sizes()), ", expected ",
                   shape_str(v.shape()));
@@ -417,20 +468,33 @@ class GraphExecutor {
                       payload_detail::order_str(v.order()));
       if (!t.data()) return fail(Error::InvalidArgument, where(), " has no data");
     }
-    b.arg = t.data_as<float>();
+    b.arg = t.data();
     if (!b.convert) ptr_[b.value] = b.arg;
     return {};
   }
 
+  Status copy_any(bool bytes, const fn::Strided<2>& w, const void* src, void* dst) {
+    if (bytes) return ops_.copy(w, static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst));
+    return ops_.copy(w, static_cast<const float*>(src), static_cast<float*>(dst));
+  }
+
   Status run(const Step& s) {
     const NodeDesc& n = *s.node;
-    const auto in = [&](int k) -> const float* { return n.in[k] == kAbsent ? nullptr : ptr_[n.in[k]]; };
-    float* out = ptr_[n.out[0]];
+    // The parser checked every operand's dtype, so these casts name what the memory holds.
+    const auto in = [&](int k) -> const float* {
+      return n.in[k] == kAbsent ? nullptr : static_cast<const float*>(ptr_[n.in[k]]);
+    };
+    const auto in_b = [&](int k) { return static_cast<const uint8_t*>(ptr_[n.in[k]]); };
+    float* out = static_cast<float*>(ptr_[n.out[0]]);
+    uint8_t* out_b = static_cast<uint8_t*>(ptr_[n.out[0]]);
+    const int64_t numel = p_.values[n.out[0]].numel;
     switch (s.kind) {
       case Kind::Skip: return {};
-      case Kind::Unary: return ops_.unary(s.unary, s.param, in(0), out, p_.values[n.out[0]].numel);
+      case Kind::Unary: return ops_.unary(s.unary, s.param, in(0), out, numel);
       case Kind::Binary: return ops_.binary(s.binary, s.alpha, s.walk3, in(0), in(1), out);
-      case Kind::Copy: return ops_.copy(s.walk2, in(0), out);
+      case Kind::Copy:
+        if (s.bytes) return ops_.copy(s.walk2, in_b(0) + s.src_offset, out_b);
+        return ops_.copy(s.walk2, in(0) + s.src_offset, out);
       case Kind::Gemm: {
         const bool addmm = n.op == Op::Addmm;
         if (s.bias_copy) ETRT_CHECK_OK(ops_.copy(s.walk2, in(0), out));
@@ -438,7 +502,15 @@ class GraphExecutor {
       }
       case Kind::Softmax: return ops_.softmax(in(0), out, s.outer, s.len, s.inner);
       case Kind::LayerNorm:
-        return ops_.layer_norm(in(0), in(1), in(2), out, ptr_[n.out[1]], ptr_[n.out[2]], s.outer, s.len, s.eps);
+        return ops_.layer_norm(in(0), in(1), in(2), out, static_cast<float*>(ptr_[n.out[1]]),
+                               static_cast<float*>(ptr_[n.out[2]]), s.outer, s.len, s.eps);
+      case Kind::EqScalar: return ops_.eq_scalar(s.param, in(0), out_b, numel);
+      case Kind::LogicalNot: return ops_.logical_not(in_b(0), out_b, numel);
+      case Kind::Any: return ops_.any(in_b(0), out_b, s.outer, s.len, s.inner);
+      case Kind::Fill:
+        if (s.bytes) return ops_.fill(static_cast<uint8_t>(s.param != 0.f), out_b, numel);
+        return ops_.fill(s.param, out, numel);
+      case Kind::Where: return ops_.where(s.walk4, in_b(0), in(1), in(2), out);
     }
     return fail(Error::Internal, "unknown step kind");
   }
@@ -451,7 +523,7 @@ class GraphExecutor {
   std::vector<Boundary> boundaries_;  // inputs then outputs, in argument order
   std::vector<Step> steps_;
   std::vector<int64_t> scratch_off_;
-  std::vector<float*> ptr_;  // each value's memory; arguments are rebound at every execute
+  std::vector<void*> ptr_;  // each value's memory (float or bool by its dtype); arguments rebound at every execute
   std::mutex mu_;
 };
 

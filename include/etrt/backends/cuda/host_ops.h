@@ -41,11 +41,49 @@ class HostOps {
     return {};
   }
 
-  Status copy(const fn::Strided<2>& w, const float* src, float* dst) const {
+  template <class T>
+  Status copy(const fn::Strided<2>& w, const T* src, T* dst) const {
     int64_t off[2];
     for (int64_t i = 0; i < w.numel; ++i) {
       w.offsets(i, off);
       dst[off[0]] = src[off[1]];
+    }
+    return {};
+  }
+
+  Status eq_scalar(float s, const float* x, uint8_t* y, int64_t n) const {
+    const fn::EqScalarFn f{s};
+    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+    return {};
+  }
+
+  Status logical_not(const uint8_t* x, uint8_t* y, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = fn::LogicalNotFn{}(x[i]);
+    return {};
+  }
+
+  Status any(const uint8_t* x, uint8_t* y, int64_t outer, int64_t len, int64_t inner) const {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < inner; ++j) {
+        const uint8_t* xr = x + o * len * inner + j;
+        uint8_t r = 0;
+        for (int64_t k = 0; k < len && !r; ++k) r = xr[k * inner] != 0;
+        y[o * inner + j] = r;
+      }
+    return {};
+  }
+
+  template <class T>
+  Status fill(T value, T* y, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = value;
+    return {};
+  }
+
+  Status where(const fn::Strided<4>& w, const uint8_t* c, const float* a, const float* b, float* y) const {
+    int64_t off[4];
+    for (int64_t i = 0; i < w.numel; ++i) {
+      w.offsets(i, off);
+      y[off[0]] = fn::select_where(c[off[1]], a[off[2]], b[off[3]]);
     }
     return {};
   }

@@ -48,6 +48,12 @@ enum class Op : uint16_t {
   Copy = 40,
   Permute = 41,
   Expand = 42,
+  Select = 43,
+  EqScalar = 50,
+  LogicalNot = 51,
+  Any = 52,
+  Full = 53,
+  Where = 54,
 };
 
 /// The op's name as PAYLOAD.md spells it, or "" for a code version 1 does not define.
@@ -75,6 +81,12 @@ constexpr std::string_view op_name(Op op) {
     case Op::Copy: return "COPY";
     case Op::Permute: return "PERMUTE";
     case Op::Expand: return "EXPAND";
+    case Op::Select: return "SELECT";
+    case Op::EqScalar: return "EQ_SCALAR";
+    case Op::LogicalNot: return "LOGICAL_NOT";
+    case Op::Any: return "ANY";
+    case Op::Full: return "FULL";
+    case Op::Where: return "WHERE";
   }
   return "";
 }
@@ -84,6 +96,7 @@ inline constexpr uint8_t kFlagInput = 1, kFlagOutput = 2, kFlagConstant = 4;
 inline constexpr int kMaxNodeInputs = 3, kMaxNodeOutputs = 3;
 
 struct ValueDesc {
+  ScalarType dtype = ScalarType::Float;  // Float or Bool (one byte, 0 or 1)
   uint8_t rank = 0;
   uint8_t flags = 0;
   uint64_t constant_offset = 0;  // from the start of the constants region
@@ -93,7 +106,8 @@ struct ValueDesc {
 
   std::span<const int64_t> shape() const { return {sizes.data(), rank}; }
   std::span<const uint8_t> order() const { return {dim_order.data(), rank}; }
-  size_t nbytes() const { return static_cast<size_t>(numel) * sizeof(float); }
+  size_t nbytes() const { return static_cast<size_t>(numel) * element_size(dtype); }
+  bool is_bool() const { return dtype == ScalarType::Bool; }
   bool is_input() const { return flags & kFlagInput; }
   bool is_output() const { return flags & kFlagOutput; }
   bool is_constant() const { return flags & kFlagConstant; }
@@ -109,8 +123,11 @@ struct NodeDesc {
   double beta = 1.0;    // ADDMM
   double scalar = 0.0;  // ADD_SCALAR, MUL_SCALAR
   double eps = 0.0;     // LAYER_NORM
+  double value = 0.0;   // FULL
   int64_t approximate = 0;      // GELU: 0 erf, 1 tanh
-  int64_t dim = 0;              // SOFTMAX
+  int64_t dim = 0;              // SOFTMAX, SELECT, ANY
+  int64_t index = 0;            // SELECT
+  int64_t keepdim = 0;          // ANY
   int64_t normalized_ndim = 0;  // LAYER_NORM
   std::array<uint8_t, kMaxDims> perm{};  // PERMUTE: output dim i is input dim perm[i]
 };
@@ -169,7 +186,7 @@ class Cursor {
   std::string error_;
 };
 
-/// Every float32 tensor's byte count must fit comfortably in int64 and size_t (scratch offsets add them up).
+/// Every tensor's byte count must fit comfortably in int64 and size_t (scratch offsets add them up).
 inline constexpr int64_t kMaxNumel = int64_t{1} << 56;
 
 /// NumPy/torch broadcasting of two shapes; false when they are incompatible.
@@ -211,7 +228,7 @@ struct OpInfo {
   int num_attrs;  // -1: one per dimension of the input (PERMUTE)
 };
 
-/// Arities from the op table in PAYLOAD.md; num_in 0 marks a code version 1 does not define.
+/// Arities from the op table in PAYLOAD.md (only meaningful for codes op_name knows).
 constexpr OpInfo op_info(Op op) {
   switch (op) {
     case Op::Add:
@@ -236,6 +253,12 @@ constexpr OpInfo op_info(Op op) {
     case Op::Copy: return {1, 1, 0};
     case Op::Permute: return {1, 1, -1};
     case Op::Expand: return {1, 1, 0};
+    case Op::Select: return {1, 1, 2};
+    case Op::EqScalar: return {1, 1, 1};
+    case Op::LogicalNot: return {1, 1, 0};
+    case Op::Any: return {1, 1, 2};
+    case Op::Full: return {0, 1, 1};
+    case Op::Where: return {3, 1, 0};
   }
   return {0, 0, 0};
 }
@@ -296,15 +319,18 @@ class Parser {
       const uint32_t reserved32 = c_.read<uint32_t>(what);
       v.constant_offset = c_.read<uint64_t>(what);
       ETRT_CHECK_OK(c_.status());
-      if (dtype != 6) {
-        constexpr uint8_t kLater[] = {5, 15, 4, 3, 11};
+      if (dtype != 6 && dtype != 11) {
+        constexpr uint8_t kLater[] = {5, 15, 4, 3};
         const bool later = std::find(std::begin(kLater), std::end(kLater), dtype) != std::end(kLater);
         if (later)
           return fail(Error::NotSupported, "ECU1 payload: value ", i, " has dtype ", static_cast<int>(dtype), " (",
-                      numpy_name(static_cast<ScalarType>(dtype)), "); version 1 supports float32 only");
+                      numpy_name(static_cast<ScalarType>(dtype)), "); version 1 supports float32 and bool only");
         return fail(Error::InvalidProgram, "ECU1 payload: value ", i, " has unknown dtype code ",
-                    static_cast<int>(dtype), " (version 1 supports float32, code 6)");
+                    static_cast<int>(dtype), " (version 1 supports float32, code 6, and bool, code 11)");
       }
+      v.dtype = static_cast<ScalarType>(dtype);
+      if (v.is_bool() && v.is_constant())
+        return fail(Error::InvalidProgram, "ECU1 payload: value ", i, " is a bool constant (constants are float32)");
       if (v.rank > kMaxDims)
         return fail(Error::InvalidProgram, "ECU1 payload: value ", i, " has rank ", static_cast<int>(v.rank),
                     " (at most ", kMaxDims, ")");
@@ -445,6 +471,7 @@ class Parser {
     for (int k = 0; k < num_attrs; ++k) raw[k] = c_.read<uint64_t>(what + " attributes");
     ETRT_CHECK_OK(c_.status());
     ETRT_CHECK_OK(attributes(n, raw, at));
+    ETRT_CHECK_OK(dtypes(n, at));
     return shapes(n, at);
   }
 
@@ -472,6 +499,18 @@ class Parser {
         if (!(n.eps >= 0.0) || !std::isfinite(n.eps))
           return fail(Error::InvalidProgram, at, ": eps ", n.eps, " is not a finite non-negative number");
         break;
+      case Op::Select:
+        n.dim = i64(0);
+        n.index = i64(1);  // both range checked with the shapes
+        break;
+      case Op::EqScalar: n.scalar = f64(0); break;
+      case Op::Any:
+        n.dim = i64(0);
+        n.keepdim = i64(1);
+        if (n.keepdim != 0 && n.keepdim != 1)
+          return fail(Error::InvalidProgram, at, ": keepdim is ", n.keepdim, ", expected 0 or 1");
+        break;
+      case Op::Full: n.value = f64(0); break;  // checked against the output's dtype with the dtypes
       case Op::Permute: {
         const int rank = p_.values[n.in[0]].rank;
         std::array<bool, kMaxDims> seen{};
@@ -488,6 +527,41 @@ class Parser {
       default: break;
     }
     return {};
+  }
+
+  /// Each op's dtype rules (PAYLOAD.md): bool only where an op reads or writes a mask, float32 everywhere else.
+  Status dtypes(const NodeDesc& n, const std::string& at) const {
+    const auto& V = p_.values;
+    constexpr ScalarType F = ScalarType::Float, B = ScalarType::Bool;
+    const auto want = [&](bool input, int k, ScalarType t) -> Status {
+      const uint32_t id = input ? n.in[k] : n.out[k];
+      if (id == kAbsent || V[id].dtype == t) return {};
+      return fail(Error::InvalidProgram, at, ": ", input ? "input " : "output ", k, " (value ", id, ") is ",
+                  numpy_name(V[id].dtype), ", expected ", numpy_name(t));
+    };
+    switch (n.op) {
+      case Op::EqScalar:
+        ETRT_CHECK_OK(want(true, 0, F));
+        return want(false, 0, B);
+      case Op::LogicalNot:
+      case Op::Any:
+        ETRT_CHECK_OK(want(true, 0, B));
+        return want(false, 0, B);
+      case Op::Where:
+        ETRT_CHECK_OK(want(true, 0, B));
+        ETRT_CHECK_OK(want(true, 1, F));
+        ETRT_CHECK_OK(want(true, 2, F));
+        return want(false, 0, F);
+      case Op::Copy: return want(false, 0, V[n.in[0]].dtype);  // a reshape keeps the dtype, bool included
+      case Op::Full:
+        if (V[n.out[0]].is_bool() && n.value != 0.0 && n.value != 1.0)
+          return fail(Error::InvalidProgram, at, ": value ", n.value, " does not fit the bool output (0 or 1)");
+        return {};
+      default:
+        for (int k = 0; k < n.num_in; ++k) ETRT_CHECK_OK(want(true, k, F));
+        for (int k = 0; k < n.num_out; ++k) ETRT_CHECK_OK(want(false, k, F));
+        return {};
+    }
   }
 
   /// Each op's shape rules; after this the kernels trust every size they are given.
@@ -593,6 +667,49 @@ class Parser {
           return fail(Error::InvalidProgram, at, ": input sizes ", shape_str(sz(0)), " do not expand to the output's ",
                       shape_str(out));
         return {};
+      case Op::Select: {
+        const auto a = sz(0);
+        const int64_t rank = static_cast<int64_t>(a.size());
+        if (n.dim < 0 || n.dim >= rank)
+          return fail(Error::InvalidProgram, at, ": dim ", n.dim, " is out of range for rank ", rank);
+        if (n.index < 0 || n.index >= a[n.dim])
+          return fail(Error::InvalidProgram, at, ": index ", n.index, " is out of range for size ", a[n.dim],
+                      " of dim ", n.dim);
+        std::array<int64_t, kMaxDims> o{};
+        size_t r = 0;
+        for (int64_t d = 0; d < rank; ++d)
+          if (d != n.dim) o[r++] = a[d];
+        if (!same(out, {o.data(), r})) return mismatch("output", {o.data(), r});
+        return {};
+      }
+      case Op::EqScalar:
+      case Op::LogicalNot:
+        if (!same(out, sz(0))) return mismatch("output", sz(0));
+        return {};
+      case Op::Any: {
+        const auto a = sz(0);
+        const int64_t rank = static_cast<int64_t>(a.size());
+        if (n.dim < 0 || n.dim >= std::max<int64_t>(rank, 1))
+          return fail(Error::InvalidProgram, at, ": dim ", n.dim, " is out of range for rank ", rank);
+        std::array<int64_t, kMaxDims> o{};
+        size_t r = 0;
+        for (int64_t d = 0; d < rank; ++d) {
+          if (d != n.dim) o[r++] = a[d];
+          else if (n.keepdim) o[r++] = 1;
+        }
+        if (!same(out, {o.data(), r})) return mismatch("output", {o.data(), r});
+        return {};
+      }
+      case Op::Full: return {};  // the output's sizes are the op's only shape
+      case Op::Where: {
+        std::array<int64_t, kMaxDims> ab{}, abc{};
+        size_t r1 = 0, r2 = 0;
+        if (!broadcast(sz(1), sz(2), ab, r1) || !broadcast(sz(0), {ab.data(), r1}, abc, r2))
+          return fail(Error::InvalidProgram, at, ": input sizes ", shape_str(sz(0)), ", ", shape_str(sz(1)), " and ",
+                      shape_str(sz(2)), " do not broadcast");
+        if (!same(out, {abc.data(), r2})) return mismatch("output", {abc.data(), r2});
+        return {};
+      }
     }
     return fail(Error::Internal, at, ": no shape rule");
   }
