@@ -156,8 +156,9 @@ FIXTURES: List[Fixture] = [
     Fixture(
         "cuda_encoder_layer", "the zoo's transformer block (nn.TransformerEncoderLayer(d_model=32, nhead=4, "
         "dim_feedforward=64, batch_first=True, dropout=0), as tests/fixtures/exported/transformer_block) on "
-        "[2,8,32]: the float32 parts are delegated, the exporter's NaN guard on the attention weights (bool ops) "
-        "stays on the CPU between them; default planning with enable_non_cpu_memory_planning=True",
+        "[2,8,32]: the whole graph in one delegate, the exporter's NaN guard on the attention weights included "
+        "(bool masks: select_copy, eq.Scalar, logical_not, any.dim, full_like, where.self); default planning with "
+        "enable_non_cpu_memory_planning=True",
         lambda: (_transformer_block(), (torch.randn(2, 8, 32),)),
         config={"enable_non_cpu_memory_planning": True},
         tolerance=dict(TOL_F32_LOOSE),

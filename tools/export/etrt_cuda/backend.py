@@ -15,7 +15,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from . import ops
-from .payload import ABSENT, FLAG_INPUT, FLAG_OUTPUT, Op, Payload
+from .payload import ABSENT, DTYPE_BOOL, DTYPE_FLOAT32, FLAG_INPUT, FLAG_OUTPUT, Op, Payload
 
 BACKEND_ID = "EtrtCudaBackend"
 
@@ -25,6 +25,14 @@ def _dim_order(val: torch.Tensor) -> List[int]:
         return list(val.dim_order())
     except (AttributeError, RuntimeError) as e:  # ambiguous strides, e.g. size-1 dims: torch raises
         raise NotImplementedError(f"{BACKEND_ID}: cannot read the dim order of a boundary tensor: {e}") from e
+
+
+def _dtype_code(val: torch.Tensor) -> int:
+    if val.dtype == torch.bool:
+        return DTYPE_BOOL
+    if val.dtype == torch.float32:
+        return DTYPE_FLOAT32
+    raise NotImplementedError(f"{BACKEND_ID}: dtype {val.dtype} (float32 and bool are supported)")
 
 
 def _constant_tensor(ep: ExportedProgram, target: str, kind: InputKind) -> torch.Tensor:
@@ -56,10 +64,13 @@ def build_payload(ep: ExportedProgram) -> Payload:
         if node.op == "placeholder":
             spec = specs[node.name]
             val = node.meta.get("val")
-            if (r := ops._static_float32(val, f"input {node.name}")) is not None:
+            # A bool argument is a mask; the partitioner checked that its consumers take one.
+            if not isinstance(val, torch.Tensor) or val.dtype not in (torch.float32, torch.bool):
+                raise NotImplementedError(f"{BACKEND_ID}: input {node.name} is not a float32 or bool tensor")
+            if (r := ops._static_tensor(val, f"input {node.name}", val.dtype)) is not None:
                 raise NotImplementedError(f"{BACKEND_ID}: {r}")
             if spec.kind == InputKind.USER_INPUT:   # the delegate call's arguments, in placeholder order
-                ids[node] = p.add_value(val.shape, _dim_order(val))
+                ids[node] = p.add_value(val.shape, _dim_order(val), _dtype_code(val))
                 p.values[ids[node]].flags |= FLAG_INPUT
                 p.inputs.append(ids[node])
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
@@ -81,7 +92,8 @@ def build_payload(ep: ExportedProgram) -> Payload:
                 continue
             op, args, attrs = ops.lower(node)
             val = node.meta["val"]
-            outs = tuple(p.add_value(v.shape) for v in (val if isinstance(val, (tuple, list)) else [val]))
+            outs = tuple(p.add_value(v.shape, dtype=_dtype_code(v))
+                         for v in (val if isinstance(val, (tuple, list)) else [val]))
             p.add_node(op, [value_of(a) for a in args], outs, attrs)
             ids[node] = outs if isinstance(val, (tuple, list)) else outs[0]
         elif node.op == "output":
@@ -106,7 +118,7 @@ def _set_outputs(p: Payload, ep: ExportedProgram, node: torch.fx.Node, ids: Dict
         # Outputs are written by a node and appear once: a placeholder (input or constant) or a repeated
         # output goes through an explicit COPY.
         if v.flags or vid in used:
-            copy = p.add_value(v.sizes)
+            copy = p.add_value(v.sizes, dtype=v.dtype)
             p.add_node(Op.COPY, [vid], [copy])
             vid = copy
         used.add(vid)

@@ -14,6 +14,7 @@ import torch
 from .payload import MAX_RANK, Op
 
 FLOAT32 = torch.float32
+BOOL = torch.bool
 
 
 def op_name(target: Any) -> Optional[str]:
@@ -53,6 +54,10 @@ Lowering = Callable[[torch.fx.Node], Tuple[Op, List[Optional[torch.fx.Node]], Li
 class EdgeOp:
     lower: Lowering
     check: Optional[Callable[[torch.fx.Node], Optional[str]]] = None  # extra checks: None if fine, else reason
+    # dtypes of the node's tensor operands in argument order (float32 for any not listed) and of its outputs:
+    # bool only where the payload op reads or writes a mask (PAYLOAD.md's dtypes column)
+    in_dtypes: Tuple[torch.dtype, ...] = ()
+    out_dtype: torch.dtype = FLOAT32
 
 
 def _binary(op: Op, with_alpha: bool) -> EdgeOp:
@@ -141,6 +146,58 @@ def _ranks(*ranks: int, first: int = 0):
 
 _COPY = EdgeOp(lambda n: (Op.COPY, [n.args[0]], []))
 
+
+def _select_lower(n):
+    rank = len(n.args[0].meta["val"].shape)
+    dim = _nonneg_dim(n.args[1], rank)
+    return Op.SELECT, [n.args[0]], [dim, int(n.args[2]) % int(n.args[0].meta["val"].shape[dim])]
+
+
+def _select_check(n):
+    shape = list(n.args[0].meta["val"].shape)
+    dim, index = n.args[1], n.args[2]
+    if not shape:
+        return "select of a rank-0 tensor"
+    if not isinstance(dim, int) or not isinstance(index, int) or isinstance(index, bool):
+        return "dim and index must be ints"
+    if not -len(shape) <= dim < len(shape):
+        return f"dim {dim} out of range for rank {len(shape)}"
+    size = shape[dim % len(shape)]
+    return None if -size <= index < size else f"index {index} out of range for size {size}"
+
+
+def _eq_scalar_check(n):
+    return None if _is_number(n.args[1]) else "the scalar operand must be a number"
+
+
+def _any_lower(n):
+    rank = len(n.args[0].meta["val"].shape)
+    return Op.ANY, [n.args[0]], [_nonneg_dim(arg(n, 1, "dim"), rank), int(bool(arg(n, 2, "keepdim", False)))]
+
+
+def _any_check(n):
+    dim, rank = arg(n, 1, "dim"), len(n.args[0].meta["val"].shape)
+    if not isinstance(dim, int) or not -max(rank, 1) <= dim < max(rank, 1):
+        return f"dim {dim} is not an int in range for rank {rank}"
+    return None
+
+
+def _full_like_check(n):
+    if not _is_number(arg(n, 1, "fill_value")):
+        return "fill_value must be a number"
+    kw = n.kwargs
+    if kw.get("dtype") not in (None, FLOAT32):
+        return f"dtype {kw.get('dtype')}"
+    if kw.get("layout") not in (None, torch.strided):
+        return f"layout {kw.get('layout')}"
+    if kw.get("device") is not None:
+        return f"device {kw.get('device')}"
+    if kw.get("pin_memory") not in (None, False):
+        return "pin_memory=True"
+    if kw.get("memory_format") not in (None, torch.preserve_format):
+        return f"memory_format {kw.get('memory_format')}"
+    return None
+
 EDGE_OPS: Dict[str, EdgeOp] = {
     "aten.add.Tensor": _binary(Op.ADD, True),
     "aten.sub.Tensor": _binary(Op.SUB, True),
@@ -175,6 +232,15 @@ EDGE_OPS: Dict[str, EdgeOp] = {
     "aten.permute_copy.default": EdgeOp(_permute_lower),
     "aten.transpose_copy.int": EdgeOp(_transpose_lower),
     "aten.expand_copy.default": EdgeOp(lambda n: (Op.EXPAND, [n.args[0]], [])),
+    "aten.select_copy.int": EdgeOp(_select_lower, _select_check),
+    "aten.eq.Scalar": EdgeOp(lambda n: (Op.EQ_SCALAR, [n.args[0]], [float(n.args[1])]), _eq_scalar_check,
+                             out_dtype=BOOL),
+    "aten.logical_not.default": EdgeOp(lambda n: (Op.LOGICAL_NOT, [n.args[0]], []), in_dtypes=(BOOL,),
+                                       out_dtype=BOOL),
+    "aten.any.dim": EdgeOp(_any_lower, _any_check, in_dtypes=(BOOL,), out_dtype=BOOL),
+    # the input only gives the shape: FULL reads nothing
+    "aten.full_like.default": EdgeOp(lambda n: (Op.FULL, [], [float(arg(n, 1, "fill_value"))]), _full_like_check),
+    "aten.where.self": EdgeOp(lambda n: (Op.WHERE, [n.args[0], n.args[1], n.args[2]], []), in_dtypes=(BOOL,)),
 }
 
 
@@ -187,10 +253,14 @@ def _tensor_vals(x: Any) -> List[Any]:
 
 
 def _static_float32(val: Any, what: str) -> Optional[str]:
+    return _static_tensor(val, what, FLOAT32)
+
+
+def _static_tensor(val: Any, what: str, dtype: torch.dtype) -> Optional[str]:
     if not isinstance(val, torch.Tensor):
         return f"{what} is not a tensor"
-    if val.dtype != FLOAT32:
-        return f"{what} has dtype {val.dtype} (only float32 is supported)"
+    if val.dtype != dtype:
+        return f"{what} has dtype {val.dtype} ({dtype} is supported here)"
     if not all(isinstance(s, int) for s in val.shape):
         return f"{what} has a dynamic shape {list(val.shape)}"
     if val.dim() > MAX_RANK:
@@ -210,19 +280,21 @@ def unsupported_reason(node: torch.fx.Node) -> Optional[str]:
     name = op_name(node.target)
     if name not in EDGE_OPS:
         return f"op {name or node.target} is not in the CUDA delegate's op table"
+    spec = EDGE_OPS[name]
     outs = node.meta.get("val")
     out_vals = _tensor_vals(outs)
     if not out_vals:
         return "no output tensor metadata"
     for k, v in enumerate(out_vals):
-        if (r := _static_float32(v, f"output {k}")) is not None:
+        if (r := _static_tensor(v, f"output {k}", spec.out_dtype)) is not None:
             return r
-    for a in list(node.args) + list(node.kwargs.values()):
-        for x in (a if isinstance(a, (list, tuple)) else [a]):
-            if isinstance(x, torch.fx.Node):
-                if (r := _static_float32(x.meta.get("val"), f"input {x.name}")) is not None:
-                    return r
-    check = EDGE_OPS[name].check
+    operands = [x for a in list(node.args) + list(node.kwargs.values())
+                for x in (a if isinstance(a, (list, tuple)) else [a]) if isinstance(x, torch.fx.Node)]
+    for k, x in enumerate(operands):
+        want = spec.in_dtypes[k] if k < len(spec.in_dtypes) else FLOAT32
+        if (r := _static_tensor(x.meta.get("val"), f"input {x.name}", want)) is not None:
+            return r
+    check = spec.check
     return check(node) if check is not None else None
 
 

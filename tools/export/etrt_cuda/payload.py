@@ -2,7 +2,8 @@
 
 The format is specified in include/etrt/backends/cuda/PAYLOAD.md; this module implements it byte for byte.
 `Payload.to_bytes()` validates a payload and serializes it, `Payload.from_bytes()` parses and validates one.
-Constants are carried as float32 NumPy arrays (contiguous, row-major over the value's sizes).
+Constants are carried as float32 NumPy arrays (contiguous, row-major over the value's sizes). Values are float32 or
+bool (the masks of EQ_SCALAR, LOGICAL_NOT, ANY, FULL and WHERE's condition); constants are float32 only.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ CONSTANT_ALIGNMENT = 64
 ABSENT = 0xFFFFFFFF          # an absent optional node input
 MAX_RANK = 16
 
-DTYPE_FLOAT32 = 6            # ExecuTorch ScalarType code; the only dtype version 1 accepts
+DTYPE_FLOAT32 = 6            # ExecuTorch ScalarType codes; the two dtypes version 1 accepts
+DTYPE_BOOL = 11
+DTYPES = (DTYPE_FLOAT32, DTYPE_BOOL)
 FLAG_INPUT = 1
 FLAG_OUTPUT = 2
 FLAG_CONSTANT = 4
@@ -49,6 +52,12 @@ class Op(IntEnum):
     COPY = 40
     PERMUTE = 41
     EXPAND = 42
+    SELECT = 43
+    EQ_SCALAR = 50
+    LOGICAL_NOT = 51
+    ANY = 52
+    FULL = 53
+    WHERE = 54
 
 
 # op -> (number of inputs, number of outputs, attribute kinds): "f" f64, "i" i64, "*" one i64 per output dim.
@@ -60,6 +69,16 @@ OP_SIGNATURE: Dict[Op, Tuple[int, int, str]] = {
     Op.MM: (2, 1, ""), Op.ADDMM: (3, 1, "ff"), Op.BMM: (2, 1, ""),
     Op.SOFTMAX: (1, 1, "i"), Op.LAYER_NORM: (3, 3, "fi"),
     Op.COPY: (1, 1, ""), Op.PERMUTE: (1, 1, "*"), Op.EXPAND: (1, 1, ""),
+    Op.SELECT: (1, 1, "ii"), Op.EQ_SCALAR: (1, 1, "f"), Op.LOGICAL_NOT: (1, 1, ""), Op.ANY: (1, 1, "ii"),
+    Op.FULL: (0, 1, "f"), Op.WHERE: (3, 1, ""),
+}
+
+# Per-op dtypes (PAYLOAD.md's dtypes column): (input dtypes, output dtype); None: float32 throughout; "same": the
+# output has input 0's dtype.
+F, B = DTYPE_FLOAT32, DTYPE_BOOL
+OP_DTYPES: Dict[Op, Tuple[Tuple[int, ...], object]] = {
+    Op.EQ_SCALAR: ((F,), B), Op.LOGICAL_NOT: ((B,), B), Op.ANY: ((B,), B), Op.WHERE: ((B, F, F), F),
+    Op.COPY: ((None,), "same"), Op.FULL: ((), None),
 }
 OPTIONAL_INPUTS = {Op.LAYER_NORM: (1, 2)}  # LAYER_NORM weight and bias may be ABSENT
 
@@ -105,9 +124,11 @@ class Payload:
     nodes: List[Node] = field(default_factory=list)
 
     # ------------------------------------------------------------------ building
-    def add_value(self, sizes: Sequence[int], dim_order: Optional[Sequence[int]] = None) -> int:
+    def add_value(self, sizes: Sequence[int], dim_order: Optional[Sequence[int]] = None,
+                  dtype: int = DTYPE_FLOAT32) -> int:
         sizes = tuple(int(s) for s in sizes)
-        self.values.append(Value(sizes, tuple(dim_order) if dim_order is not None else tuple(range(len(sizes)))))
+        self.values.append(Value(sizes, tuple(dim_order) if dim_order is not None else tuple(range(len(sizes))),
+                                 dtype=dtype))
         return len(self.values) - 1
 
     def add_constant(self, data: np.ndarray) -> int:
@@ -125,8 +146,10 @@ class Payload:
         nv = len(self.values)
         for i, v in enumerate(self.values):
             where = f"value {i}"
-            if v.dtype != DTYPE_FLOAT32:
-                raise PayloadError(f"{where}: dtype {v.dtype} is not float32 (6); version 1 supports float32 only")
+            if v.dtype not in DTYPES:
+                raise PayloadError(f"{where}: dtype {v.dtype} is neither float32 (6) nor bool (11)")
+            if v.dtype != DTYPE_FLOAT32 and v.flags & FLAG_CONSTANT:
+                raise PayloadError(f"{where}: constants are float32")
             if len(v.sizes) > MAX_RANK:
                 raise PayloadError(f"{where}: rank {len(v.sizes)} > {MAX_RANK}")
             if any(s < 0 for s in v.sizes):
@@ -177,9 +200,25 @@ class Payload:
             expected_attrs = len(self.values[n.outputs[0]].sizes) if kinds == "*" else len(kinds)
             if len(n.attrs) != expected_attrs:
                 raise PayloadError(f"{where}: {len(n.attrs)} attributes, expected {expected_attrs}")
+            self._check_dtypes(where, n)
         for vid in self.outputs:
             if vid not in written or self.values[vid].flags & FLAG_INPUT:
                 raise PayloadError(f"output value {vid} is not written by a node")
+
+    def _check_dtypes(self, where: str, n: Node) -> None:
+        ins, out = OP_DTYPES.get(n.op, ((F,) * len(n.inputs), F))
+        got_in = [None if vid == ABSENT else self.values[vid].dtype for vid in n.inputs]
+        for k, (want, got) in enumerate(zip(ins, got_in)):
+            if want is not None and got is not None and got != want:
+                raise PayloadError(f"{where}: input {k} has dtype {got}, expected {want}")
+        outs = [self.values[vid].dtype for vid in n.outputs]
+        want_out = got_in[0] if out == "same" else out
+        for k, got in enumerate(outs):
+            if want_out is None:
+                if n.op == Op.FULL and got == B and float(n.attrs[0]) not in (0.0, 1.0):
+                    raise PayloadError(f"{where}: value {n.attrs[0]} does not fit a bool output")
+            elif got != want_out:
+                raise PayloadError(f"{where}: output {k} has dtype {got}, expected {want_out}")
 
     # ------------------------------------------------------------------ writing
     def to_bytes(self) -> bytes:
@@ -253,6 +292,8 @@ class Payload:
             dim_order = take(f"<{rank}B")
             pos = _pad8(pos)
             v = Value(tuple(sizes), tuple(dim_order), flags, dtype)
+            if dtype not in DTYPES:
+                raise PayloadError(f"value {i}: dtype {dtype} is neither float32 (6) nor bool (11)")
             if flags & FLAG_CONSTANT:
                 if dtype != DTYPE_FLOAT32:
                     raise PayloadError(f"value {i}: constant of dtype {dtype}")
@@ -297,8 +338,13 @@ class Payload:
             "num_constants": sum(1 for v in self.values if v.flags & FLAG_CONSTANT),
             "constant_bytes": sum(4 * v.numel for v in self.values if v.flags & FLAG_CONSTANT),
             "node_ops": ops,
-            "inputs": [{"value": i, "sizes": list(self.values[i].sizes), "dim_order": list(self.values[i].dim_order)}
-                       for i in self.inputs],
-            "outputs": [{"value": i, "sizes": list(self.values[i].sizes), "dim_order": list(self.values[i].dim_order)}
-                        for i in self.outputs],
+            "inputs": [self._boundary(i) for i in self.inputs],
+            "outputs": [self._boundary(i) for i in self.outputs],
         }
+
+    def _boundary(self, i: int) -> Dict[str, object]:
+        v = self.values[i]
+        d: Dict[str, object] = {"value": i, "sizes": list(v.sizes), "dim_order": list(v.dim_order)}
+        if v.dtype != DTYPE_FLOAT32:   # float32 is implied, so summaries written before bool existed still match
+            d["dtype"] = "bool"
+        return d

@@ -1,8 +1,8 @@
 """A pure NumPy interpreter of an ECU1 payload: the reference the exported payloads are checked against.
 
 `run(payload, inputs)` takes the delegate's inputs as logical (row-major over the sizes) arrays, runs every
-node in float64 from float32 operands, rounds each node's outputs to float32, and returns the outputs as
-logical float32 arrays. dim_order is ignored here: it only says how the runtime lays arguments out in memory.
+node in float64 from float32 operands (bool operands stay bool), rounds each node's outputs to their value's dtype
+(float32 or bool), and returns the outputs as logical arrays of those dtypes. dim_order is ignored here: it only says how the runtime lays arguments out in memory.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Sequence, Union
 
 import numpy as np
 
-from .payload import ABSENT, Op, Payload
+from .payload import ABSENT, DTYPE_BOOL, Op, Payload
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -64,7 +64,24 @@ _OPS: Dict[Op, Callable] = {
     Op.COPY: lambda i, a, s: (i[0].reshape(s[0]),),
     Op.PERMUTE: lambda i, a, s: (np.transpose(i[0], [int(d) for d in a]),),
     Op.EXPAND: lambda i, a, s: (np.broadcast_to(i[0], s[0]),),
+    Op.SELECT: lambda i, a, s: (np.take(i[0], int(a[1]), axis=int(a[0])),),
+    # float32 == float32(s): the operand is an exact float32 in float64, so this is torch's float comparison.
+    Op.EQ_SCALAR: lambda i, a, s: (i[0] == np.float64(np.float32(a[0])),),
+    Op.LOGICAL_NOT: lambda i, a, s: (np.logical_not(i[0]),),
+    Op.ANY: lambda i, a, s: (_any(i[0], int(a[0]), int(a[1])),),
+    Op.FULL: lambda i, a, s: (np.full(s[0], float(a[0])),),
+    Op.WHERE: lambda i, a, s: (np.where(i[0], i[1], i[2]),),
 }
+
+
+def _any(x: np.ndarray, dim: int, keepdim: int) -> np.ndarray:
+    if x.ndim == 0:
+        return np.asarray(bool(x))
+    return np.any(x, axis=dim, keepdims=bool(keepdim))
+
+
+def _dtype(p: Payload, vid: int):
+    return np.bool_ if p.values[vid].dtype == DTYPE_BOOL else np.float32
 
 
 def run(payload: Union[bytes, Payload], inputs: Sequence[np.ndarray]) -> List[np.ndarray]:
@@ -76,17 +93,18 @@ def run(payload: Union[bytes, Payload], inputs: Sequence[np.ndarray]) -> List[np
         x = np.asarray(x)
         if tuple(x.shape) != p.values[vid].sizes:
             raise ValueError(f"input {k}: shape {list(x.shape)} != payload sizes {list(p.values[vid].sizes)}")
-        env[vid] = x.astype(np.float32)
+        env[vid] = x.astype(_dtype(p, vid))
     for vid, v in enumerate(p.values):
         if v.data is not None:
             env[vid] = v.data
     for j, n in enumerate(p.nodes):
-        ins = [None if i == ABSENT else env[i].astype(np.float64) for i in n.inputs]
+        ins = [None if i == ABSENT else env[i] if env[i].dtype == np.bool_ else env[i].astype(np.float64)
+               for i in n.inputs]
         sizes = [p.values[o].sizes for o in n.outputs]
         outs = _OPS[n.op](ins, n.attrs, sizes)
         for o, r, s in zip(n.outputs, outs, sizes):
             r = np.asarray(r)
             if tuple(r.shape) != s:
                 raise ValueError(f"node {j} ({n.op.name}): computed sizes {list(r.shape)} != value {o} sizes {list(s)}")
-            env[o] = np.array(r, dtype=np.float32, order="C")
+            env[o] = np.array(r, dtype=_dtype(p, o), order="C")
     return [env[o].copy() for o in p.outputs]
