@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ static std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -2.
 }
 
 /// Runs `g` with Ops over `dev` (arguments in the payload's layouts, memory given as `mem`), returns output memory.
+/// Bool arguments take each float cast to a byte and come back as 0/1 floats.
 template <class Ops>
 static std::vector<std::vector<float>> run(PayloadBuilder& g, const DeviceInterface& dev, bool device_memory,
                                            const std::vector<std::vector<float>>& inputs, std::string& error) {
@@ -55,11 +57,17 @@ static std::vector<std::vector<float>> run(PayloadBuilder& g, const DeviceInterf
   auto e = GraphExecutor<Ops>::create(std::move(*p), dev, 0);
   if (!e) { error = e.error().describe(); return {}; }
   std::vector<DeviceBuffer> bufs;
-  std::vector<std::vector<float>> host;
+  std::vector<std::vector<uint8_t>> host;  // each argument's bytes
   std::vector<EValue> args;
   const auto add = [&](uint32_t id, const std::vector<float>* data) {
     const ValueDesc& v = copy.values[id];
-    host.emplace_back(data ? *data : std::vector<float>(static_cast<size_t>(v.numel), -7.f));
+    const std::vector<float> f = data ? *data : std::vector<float>(static_cast<size_t>(v.numel), -7.f);
+    std::vector<uint8_t> bytes(v.nbytes());
+    if (v.is_bool())
+      for (size_t k = 0; k < f.size(); ++k) bytes[k] = static_cast<uint8_t>(f[k]);
+    else if (!f.empty())
+      std::memcpy(bytes.data(), f.data(), v.nbytes());
+    host.push_back(std::move(bytes));
     void* mem = host.back().data();
     if (device_memory) {
       auto b = DeviceBuffer::allocate(dev, v.nbytes(), 0);
@@ -68,8 +76,7 @@ static std::vector<std::vector<float>> run(PayloadBuilder& g, const DeviceInterf
       mem = bufs.back().data();
       (void)dev.copy(mem, host.back().data(), v.nbytes(), CopyKind::HostToDevice, 0);
     }
-    auto t = Tensor::make(ScalarType::Float, v.shape(), v.order(), mem, ShapeDynamism::Static,
-                          Device{DeviceType::CUDA, 0});
+    auto t = Tensor::make(v.dtype, v.shape(), v.order(), mem, ShapeDynamism::Static, Device{DeviceType::CUDA, 0});
     args.emplace_back(*t);
   };
   host.reserve(64);
@@ -85,8 +92,14 @@ static std::vector<std::vector<float>> run(PayloadBuilder& g, const DeviceInterf
   for (size_t i = 0; i < copy.outputs.size(); ++i) {
     auto& h = host[copy.inputs.size() + i];
     if (device_memory)
-      (void)dev.copy(h.data(), bufs[copy.inputs.size() + i].data(), h.size() * 4, CopyKind::DeviceToHost, 0);
-    outs.push_back(h);
+      (void)dev.copy(h.data(), bufs[copy.inputs.size() + i].data(), h.size(), CopyKind::DeviceToHost, 0);
+    const ValueDesc& v = copy.values[copy.outputs[i]];
+    std::vector<float> f(static_cast<size_t>(v.numel));
+    if (v.is_bool())
+      for (size_t k = 0; k < f.size(); ++k) f[k] = h[k];
+    else if (!f.empty())
+      std::memcpy(f.data(), h.data(), h.size());
+    outs.push_back(std::move(f));
   }
   return outs;
 }
@@ -169,6 +182,34 @@ int main() {
     s.node(Op::Gelu, {t}, {o}, {Attr::i(1)});
     s.node(Op::Permute, {t}, {p}, {Attr::i(3), Attr::i(0), Attr::i(2), Attr::i(1)});
     compare("channels-last + permute", s, dev, {random_values(4 * 8 * 9 * 10, 12), random_values(8, 13)}, 1e-5);
+  }
+  {
+    // The mask ops on shapes large enough for many blocks: SELECT, EQ_SCALAR (with -inf, NaN and equal elements),
+    // LOGICAL_NOT, ANY over the innermost and a middle dim, FULL into both dtypes, WHERE with broadcasting, and
+    // channels-last bool arguments converted at the boundary.
+    PayloadBuilder s;
+    const int64_t B = 6, R = 70, C = 301;
+    const uint32_t x = s.input({B, R, C}), w = s.input({B, R, C});
+    const uint32_t m = s.as_bool(s.input({B, 4, 5, 7}, {0, 2, 3, 1}));
+    const uint32_t sel = s.output({B, C}), eq = s.as_bool(s.temp({B, R, C})), ne = s.as_bool(s.output({B, R, C}));
+    const uint32_t any_last = s.as_bool(s.output({B, R, 1})), any_mid = s.as_bool(s.output({B, C}));
+    const uint32_t zeros = s.temp({B, R, C}), ones = s.as_bool(s.output({3, 3}));
+    const uint32_t guarded = s.output({B, R, C}), nm = s.as_bool(s.output({B, 4, 5, 7}, {0, 2, 3, 1}));
+    s.node(Op::Select, {w}, {sel}, {Attr::i(1), Attr::i(R - 3)});  // w: finite, so the comparison is exact
+    s.node(Op::EqScalar, {x}, {eq}, {Attr::f(-INFINITY)});
+    s.node(Op::LogicalNot, {eq}, {ne});
+    s.node(Op::Any, {eq}, {any_last}, {Attr::i(2), Attr::i(1)});
+    s.node(Op::Any, {eq}, {any_mid}, {Attr::i(1), Attr::i(0)});
+    s.node(Op::Full, {}, {zeros}, {Attr::f(0.0)});
+    s.node(Op::Full, {}, {ones}, {Attr::f(1.0)});
+    s.node(Op::Where, {any_last, zeros, w}, {guarded});
+    s.node(Op::LogicalNot, {m}, {nm});
+    auto vx = random_values(B * R * C, 16);
+    for (size_t i = 0; i < vx.size(); i += 97) vx[i] = -INFINITY;
+    for (size_t i = 5; i < vx.size(); i += 89) vx[i] = NAN;
+    std::vector<float> vm(B * 4 * 5 * 7);
+    for (size_t i = 0; i < vm.size(); ++i) vm[i] = static_cast<float>(i % 3);
+    compare("mask ops", s, dev, {vx, random_values(B * R * C, 17), vm}, 0.0);
   }
   if (ops) {  // the SGEMM fallback against cuBLAS (or itself against the host when cuBLAS is missing)
     auto fallback = CudaOps::create(0, false);

@@ -2,6 +2,7 @@
 // against a double-precision reference, layouts at the boundary, constants, scratch planning and argument checks.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -117,22 +118,44 @@ std::unique_ptr<Exec> build(PayloadBuilder& g, const HostEmulatedDevice& dev) {
   return std::move(*e);
 }
 
-/// Runs `g` over contiguous arguments: `inputs` in order; returns the outputs (row-major).
+Tensor bool_tensor(std::vector<uint8_t>& mem, const Shape& s, std::vector<uint8_t> order = {}) {
+  auto t = Tensor::make(ScalarType::Bool, s, order, mem.data(), ShapeDynamism::Static, kCuda0);
+  REQUIRE(t.has_value());
+  return *t;
+}
+
+/// Runs `g` over contiguous arguments: `inputs` in order; returns the outputs (row-major). Bool arguments are
+/// passed as bytes (the float's value cast to a byte, so 2 or 255 test "nonzero is true") and come back as 0/1
+/// floats (an unwritten byte reads 0xAB).
 std::vector<std::vector<float>> run(PayloadBuilder& g, std::vector<std::vector<float>> inputs) {
   HostEmulatedDevice dev;
   auto exec = build(g, dev);
   std::vector<std::vector<float>> outputs;
   for (uint32_t id : g.outputs) outputs.emplace_back(static_cast<size_t>(numel(g.values[id].sizes)), -777.f);
+  std::vector<std::vector<uint8_t>> bytes(g.inputs.size() + g.outputs.size());
   std::vector<EValue> args;
-  for (size_t i = 0; i < g.inputs.size(); ++i)
-    args.emplace_back(device_tensor(inputs[i], g.values[g.inputs[i]].sizes));
-  for (size_t i = 0; i < g.outputs.size(); ++i)
-    args.emplace_back(device_tensor(outputs[i], g.values[g.outputs[i]].sizes));
+  const auto add = [&](size_t slot, uint32_t id, std::vector<float>& mem, bool is_input) {
+    const auto& v = g.values[id];
+    if (v.dtype != 11) {
+      args.emplace_back(device_tensor(mem, v.sizes));
+      return;
+    }
+    auto& b = bytes[slot];
+    b.assign(mem.size(), 0xAB);
+    if (is_input)
+      for (size_t k = 0; k < mem.size(); ++k) b[k] = static_cast<uint8_t>(mem[k]);
+    args.emplace_back(bool_tensor(b, v.sizes));
+  };
+  for (size_t i = 0; i < g.inputs.size(); ++i) add(i, g.inputs[i], inputs[i], true);
+  for (size_t i = 0; i < g.outputs.size(); ++i) add(g.inputs.size() + i, g.outputs[i], outputs[i], false);
   std::vector<EValue*> ptrs;
   for (auto& a : args) ptrs.push_back(&a);
   auto s = exec->execute(ptrs);
   INFO((s ? std::string() : s.error().what));
   REQUIRE(s.has_value());
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (g.values[g.outputs[i]].dtype == 11)
+      for (size_t k = 0; k < outputs[i].size(); ++k) outputs[i][k] = bytes[g.inputs.size() + i][k];
   return outputs;
 }
 
@@ -728,10 +751,11 @@ TEST_CASE("CUDA delegate (host ops): corrupt payloads that parse still run safel
       const ValueDesc& v = copy_for_args.values[id];
       mem.emplace_back(static_cast<size_t>(v.numel), 0.5f);
       Shape s(v.shape().begin(), v.shape().end());
-      args.emplace_back(device_tensor(mem.back(), s, std::vector<uint8_t>(v.order().begin(), v.order().end())));
+      args.emplace_back(device_tensor(mem.back(), s, std::vector<uint8_t>(v.order().begin(), v.order().end()), kCuda0,
+                                      v.dtype));
     };
     mem.reserve(copy_for_args.inputs.size() + copy_for_args.outputs.size());
-    for (uint32_t id : copy_for_args.inputs) add(id);
+    for (uint32_t id : copy_for_args.inputs) add(id);  // (bool ones read the float bytes: nonzero is true)
     for (uint32_t id : copy_for_args.outputs) add(id);
     std::vector<EValue*> ptrs;
     for (auto& a : args) ptrs.push_back(&a);
@@ -739,4 +763,223 @@ TEST_CASE("CUDA delegate (host ops): corrupt payloads that parse still run safel
   }
   CHECK(ran > 0);
   CHECK(dev.live_allocations == 0);
+}
+
+TEST_CASE("CUDA delegate (host ops): SELECT every dim and index", "[cuda][delegate]") {
+  const Shape s{3, 4, 5};
+  const auto in = random_values(numel(s), 23);
+  const auto st = strides_of(s);
+  for (int64_t dim = 0; dim < 3; ++dim)
+    for (int64_t index : {int64_t{0}, s[dim] - 1, s[dim] / 2}) {
+      INFO("dim " << dim << " index " << index);
+      Shape os;
+      for (int64_t d = 0; d < 3; ++d)
+        if (d != dim) os.push_back(s[d]);
+      PayloadBuilder g;
+      const uint32_t x = g.input(s), o = g.output(os);
+      g.node(Op::Select, {x}, {o}, {Attr::i(dim), Attr::i(index)});
+      std::vector<double> want;
+      for (int64_t i = 0; i < numel(os); ++i) {
+        auto c = coords(i, os);
+        c.insert(c.begin() + dim, index);
+        int64_t off = 0;
+        for (size_t d = 0; d < 3; ++d) off += c[d] * st[d];
+        want.push_back(in[off]);
+      }
+      check_close(run(g, {in})[0], want);
+    }
+  SECTION("rank 1 to rank 0") {
+    PayloadBuilder g;
+    const uint32_t x = g.input({4}), o = g.output({});
+    g.node(Op::Select, {x}, {o}, {Attr::i(0), Attr::i(3)});
+    check_close(run(g, {{1, 2, 3, 4}})[0], {4});
+  }
+}
+
+TEST_CASE("CUDA delegate (host ops): EQ_SCALAR, LOGICAL_NOT and FULL", "[cuda][delegate]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x{-inf, inf, nan, 0.f, -0.f, 1.5f, -1.5f, 1.f + 1e-7f};
+  const Shape s{2, 4};
+  for (double scalar : std::initializer_list<double>{-INFINITY, INFINITY, 0.0, 1.5, NAN, 1.0 + 1e-9}) {
+    INFO("s " << scalar);
+    PayloadBuilder g;
+    const uint32_t a = g.input(s), eq = g.as_bool(g.output(s)), ne = g.as_bool(g.output(s));
+    g.node(Op::EqScalar, {a}, {eq}, {Attr::f(scalar)});
+    g.node(Op::LogicalNot, {eq}, {ne});
+    const auto out = run(g, {x});
+    std::vector<double> want_eq, want_ne;
+    const float sf = static_cast<float>(scalar);  // torch compares a float tensor with the scalar in float
+    for (float v : x) {
+      want_eq.push_back(v == sf ? 1 : 0);
+      want_ne.push_back(v == sf ? 0 : 1);
+    }
+    check_close(out[0], want_eq, 0, 0);
+    check_close(out[1], want_ne, 0, 0);
+  }
+  SECTION("LOGICAL_NOT reads any nonzero byte as true and writes 0 or 1") {
+    PayloadBuilder g;
+    const uint32_t a = g.as_bool(g.input({5})), o = g.as_bool(g.output({5}));
+    g.node(Op::LogicalNot, {a}, {o});
+    check_close(run(g, {{0, 1, 2, 128, 255}})[0], {1, 0, 0, 0, 0}, 0, 0);
+  }
+  SECTION("FULL into float32 and bool") {
+    PayloadBuilder g;
+    const uint32_t f = g.output({2, 3}), z = g.output({}), b1 = g.as_bool(g.output({3})), b0 = g.as_bool(g.output({2}));
+    const uint32_t empty = g.output({0, 4});
+    g.node(Op::Full, {}, {f}, {Attr::f(-INFINITY)});
+    g.node(Op::Full, {}, {z}, {Attr::f(0.1)});
+    g.node(Op::Full, {}, {b1}, {Attr::f(1.0)});
+    g.node(Op::Full, {}, {b0}, {Attr::f(0.0)});
+    g.node(Op::Full, {}, {empty}, {Attr::f(2.0)});
+    const auto out = run(g, {});
+    for (float v : out[0]) CHECK(v == -inf);
+    CHECK(out[1][0] == 0.1f);  // the value rounded to float32
+    check_close(out[2], {1, 1, 1}, 0, 0);
+    check_close(out[3], {0, 0}, 0, 0);
+    CHECK(out[4].empty());
+  }
+}
+
+TEST_CASE("CUDA delegate (host ops): ANY over every dim, with and without keepdim", "[cuda][delegate]") {
+  const Shape s{3, 4, 5};
+  // Sparse trues, so some rows along every dim are all false.
+  std::vector<float> in(static_cast<size_t>(numel(s)), 0.f);
+  for (size_t i = 0; i < in.size(); i += 7) in[i] = (i % 3) ? 1.f : 9.f;
+  const auto st = strides_of(s);
+  for (int64_t dim = 0; dim < 3; ++dim)
+    for (int64_t keepdim : {0, 1}) {
+      INFO("dim " << dim << " keepdim " << keepdim);
+      Shape os = s;
+      if (keepdim) os[dim] = 1;
+      else os.erase(os.begin() + dim);
+      PayloadBuilder g;
+      const uint32_t x = g.as_bool(g.input(s)), o = g.as_bool(g.output(os));
+      g.node(Op::Any, {x}, {o}, {Attr::i(dim), Attr::i(keepdim)});
+      Shape kept = s;
+      kept[dim] = 1;
+      std::vector<double> want;
+      for (int64_t i = 0; i < numel(kept); ++i) {
+        auto c = coords(i, kept);
+        bool r = false;
+        for (int64_t k = 0; k < s[dim]; ++k) {
+          c[dim] = k;
+          int64_t off = 0;
+          for (size_t d = 0; d < 3; ++d) off += c[d] * st[d];
+          r = r || in[off] != 0;
+        }
+        want.push_back(r);
+      }
+      const auto out = run(g, {in});
+      check_close(out[0], want, 0, 0);
+      CHECK(std::count(want.begin(), want.end(), 0.0) > 0);
+    }
+  SECTION("an empty reduced dim gives false; rank 0 is itself") {
+    PayloadBuilder g;
+    const uint32_t x = g.as_bool(g.input({2, 0})), o = g.as_bool(g.output({2, 1}));
+    const uint32_t y = g.as_bool(g.input({})), o2 = g.as_bool(g.output({}));
+    g.node(Op::Any, {x}, {o}, {Attr::i(1), Attr::i(1)});
+    g.node(Op::Any, {y}, {o2}, {Attr::i(0), Attr::i(0)});
+    const auto out = run(g, {{}, {3}});
+    check_close(out[0], {0, 0}, 0, 0);
+    check_close(out[1], {1}, 0, 0);
+  }
+}
+
+TEST_CASE("CUDA delegate (host ops): WHERE with broadcasting", "[cuda][delegate]") {
+  struct Case {
+    Shape c, a, b, out;
+  };
+  const Case cases[] = {{{2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, {{2, 1, 1}, {3, 1}, {4}, {2, 3, 4}},
+                        {{4}, {2, 3, 4}, {}, {2, 3, 4}},             {{}, {3}, {2, 1}, {2, 3}},
+                        {{3, 1}, {1, 5}, {3, 5}, {3, 5}}};
+  for (const Case& c : cases) {
+    INFO(shape_str(c.c) << " ? " << shape_str(c.a) << " : " << shape_str(c.b));
+    PayloadBuilder g;
+    const uint32_t ci = g.as_bool(g.input(c.c)), ai = g.input(c.a), bi = g.input(c.b), o = g.output(c.out);
+    g.node(Op::Where, {ci, ai, bi}, {o});
+    std::vector<float> vc(static_cast<size_t>(numel(c.c)));
+    for (size_t i = 0; i < vc.size(); ++i) vc[i] = static_cast<float>((i * 5 + 1) % 3);  // 0, 1 and 2
+    const auto va = random_values(numel(c.a), 24), vb = random_values(numel(c.b), 25);
+    std::vector<double> want;
+    for (int64_t i = 0; i < numel(c.out); ++i) {
+      const auto co = coords(i, c.out);
+      want.push_back(at_broadcast(vc, c.c, co) != 0 ? at_broadcast(va, c.a, co) : at_broadcast(vb, c.b, co));
+    }
+    check_close(run(g, {vc, va, vb})[0], want, 0, 0);
+  }
+}
+
+TEST_CASE("CUDA delegate (host ops): the attention NaN guard", "[cuda][delegate]") {
+  // What the exporter emits after softmax: rows whose scores were all -inf become zeros instead of NaN.
+  const float ninf = -std::numeric_limits<float>::infinity();
+  PayloadBuilder g;
+  const Shape s{2, 3};
+  const uint32_t scores = g.input(s), w = g.input(s);
+  const uint32_t eq = g.as_bool(g.temp(s)), ne = g.as_bool(g.temp(s)), any = g.as_bool(g.temp({2, 1}));
+  const uint32_t all_masked = g.as_bool(g.temp({2, 1})), zeros = g.temp(s), o = g.output(s);
+  g.node(Op::EqScalar, {scores}, {eq}, {Attr::f(-INFINITY)});
+  g.node(Op::LogicalNot, {eq}, {ne});
+  g.node(Op::Any, {ne}, {any}, {Attr::i(1), Attr::i(1)});
+  g.node(Op::LogicalNot, {any}, {all_masked});
+  g.node(Op::Full, {}, {zeros}, {Attr::f(0.0)});
+  g.node(Op::Where, {all_masked, zeros, w}, {o});
+  HostEmulatedDevice dev;
+  auto exec = build(g, dev);
+  // Bool intermediates take their byte size in scratch: 6 + 6 + 2 + 2 bytes, each 256-aligned, and 24 for zeros.
+  CHECK(exec->scratch_bytes() <= 5 * kScratchAlign);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto out = run(g, {{ninf, ninf, ninf, 0.5f, ninf, 1.f}, {nan, nan, nan, 0.25f, 0.f, 0.75f}});
+  check_close(out[0], {0, 0, 0, 0.25, 0, 0.75}, 0, 0);
+}
+
+TEST_CASE("CUDA delegate (host ops): bool arguments", "[cuda][delegate]") {
+  const Shape s{2, 3, 2, 2};
+  const std::vector<uint8_t> cl{0, 2, 3, 1};
+  PayloadBuilder g;
+  const uint32_t m = g.as_bool(g.input(s, cl)), x = g.input(s);
+  const uint32_t o = g.output(s), nm = g.as_bool(g.output(s, cl));
+  g.node(Op::Where, {m, x, x}, {o});  // a no-op, but it reads the mask through the boundary conversion
+  g.node(Op::LogicalNot, {m}, {nm});
+  HostEmulatedDevice dev;
+  auto exec = build(g, dev);
+  CHECK(exec->scratch_offset(m) >= 0);   // channels-last bool input staged in scratch
+  CHECK(exec->scratch_offset(nm) >= 0);  // and the channels-last bool output
+  std::vector<float> logical_mask(static_cast<size_t>(numel(s)));
+  for (size_t i = 0; i < logical_mask.size(); ++i) logical_mask[i] = static_cast<float>(i % 3 == 0);
+  const auto mask_mem_f = to_layout(logical_mask, s, cl);
+  std::vector<uint8_t> mask_mem(mask_mem_f.begin(), mask_mem_f.end()), out_mask(mask_mem.size(), 0xAB);
+  auto vx = random_values(numel(s), 26);
+  std::vector<float> out(vx.size());
+  EValue a0(bool_tensor(mask_mem, s, cl)), a1(device_tensor(vx, s)), a2(device_tensor(out, s)),
+      a3(bool_tensor(out_mask, s, cl));
+  EValue* args[] = {&a0, &a1, &a2, &a3};
+  auto st = exec->execute(args);
+  INFO((st ? std::string() : st.error().what));
+  REQUIRE(st.has_value());
+  check_close(out, std::vector<double>(vx.begin(), vx.end()), 0, 0);
+  std::vector<float> want_logical;
+  for (float v : logical_mask) want_logical.push_back(v == 0.f);
+  const auto want_mem = to_layout(want_logical, s, cl);
+  for (size_t i = 0; i < out_mask.size(); ++i) CHECK(out_mask[i] == static_cast<uint8_t>(want_mem[i]));
+
+  SECTION("a float tensor for a bool argument, and a bool one for a float argument, are refused") {
+    std::vector<float> fmem(out.size());
+    EValue wrong(device_tensor(fmem, s, cl));
+    EValue* bad[] = {&wrong, &a1, &a2, &a3};
+    auto r = exec->execute(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == Error::InvalidArgument);
+    CHECK(r.error().what.find("argument 0 (input 0, value 0) has dtype float32, expected bool") != std::string::npos);
+    std::vector<uint8_t> bmem(out.size());
+    EValue wrong2(bool_tensor(bmem, s));
+    EValue* bad2[] = {&a0, &a1, &wrong2, &a3};
+    r = exec->execute(bad2);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().what.find("argument 2 (output 0, value 2) has dtype bool, expected float32") != std::string::npos);
+    EValue an_int(int64_t{1});
+    EValue* bad3[] = {&an_int, &a1, &a2, &a3};
+    r = exec->execute(bad3);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().what.find("is Int, expected a bool tensor") != std::string::npos);
+  }
 }
