@@ -67,21 +67,13 @@ TEST_CASE("robustness: truncated programs report InvalidProgram with a message",
 
 TEST_CASE("robustness: a deterministic byte-flip sweep never crashes the loader or a run", "[robustness]") {
   if (!have_corpus()) return;
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  BitFlipper flip(0x9e3779b97f4a7c15ull);
   for (const auto& path : corpus_programs()) {
     const auto original = read_file(path);
     INFO(path.filename().string());
     if (original.size() > 20000) continue;
     for (int trial = 0; trial < 300; ++trial) {
-      auto bytes = original;
-      const int flips = 1 + static_cast<int>(next() % 4);
-      for (int k = 0; k < flips; ++k) bytes[next() % bytes.size()] ^= static_cast<uint8_t>(1u << (next() % 8));
+      const auto bytes = flip(original);
       load_everything(bytes);
     }
   }

@@ -29,6 +29,28 @@ inline bool have_corpus() {
   return false;
 }
 
+/// A reproducible corruption of a file: 1 to 4 random bit flips per call, from a fixed-seed xorshift generator, so
+/// a failing trial can be replayed.
+class BitFlipper {
+ public:
+  explicit BitFlipper(uint64_t seed) : state_(seed) {}
+  std::vector<uint8_t> operator()(std::vector<uint8_t> bytes) {
+    if (bytes.empty()) return bytes;
+    const int flips = 1 + static_cast<int>(next() % 4);
+    for (int k = 0; k < flips; ++k) bytes[next() % bytes.size()] ^= static_cast<uint8_t>(1u << (next() % 8));
+    return bytes;
+  }
+
+ private:
+  uint64_t next() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return state_;
+  }
+  uint64_t state_;
+};
+
 inline std::vector<uint8_t> read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};

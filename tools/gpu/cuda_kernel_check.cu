@@ -23,6 +23,7 @@ using namespace etrt;
 using namespace etrt::cuda;
 using test::Attr;
 using test::PayloadBuilder;
+using test::random_values;
 
 static int failures = 0;
 #define EXPECT(cond, ...)                      \
@@ -34,16 +35,6 @@ static int failures = 0;
       std::printf("\n");                       \
     }                                          \
   } while (0)
-
-static std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = lo + (hi - lo) * static_cast<float>(s >> 8) / static_cast<float>(1u << 24);
-  }
-  return v;
-}
 
 /// Runs `g` with Ops over `dev` (arguments in the payload's layouts, memory given as `mem`), returns output memory.
 /// Bool arguments take each float cast to a byte and come back as 0/1 floats.

@@ -217,4 +217,16 @@ inline PayloadBuilder all_ops_graph() {
   return g;
 }
 
+/// Deterministic values in [lo, hi) (an LCG), the same on every platform and compiler: test inputs for host and
+/// device runs that must see identical data.
+inline std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -2.f, float hi = 2.f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = lo + (hi - lo) * static_cast<float>(s >> 8) / static_cast<float>(1u << 24);
+  }
+  return v;
+}
+
 }  // namespace etrt::cuda::test

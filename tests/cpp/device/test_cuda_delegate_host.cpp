@@ -19,6 +19,7 @@ using namespace etrt;
 using namespace etrt::cuda;
 using etrt::cuda::test::Attr;
 using etrt::cuda::test::PayloadBuilder;
+using etrt::cuda::test::random_values;
 
 namespace {
 
@@ -30,16 +31,6 @@ int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t v : s) n *= v;
   return n;
-}
-
-std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = lo + (hi - lo) * static_cast<float>(s >> 8) / static_cast<float>(1u << 24);
-  }
-  return v;
 }
 
 /// Contiguous strides of `s`.

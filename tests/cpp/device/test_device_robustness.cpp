@@ -94,21 +94,13 @@ TEST_CASE("device robustness: every truncation of every CUDA fixture fails clean
 
 TEST_CASE("device robustness: byte flips never crash the loader, the copies or the delegate", "[device][robustness]") {
   EmulatedCuda cuda;
-  uint64_t state = 0x2545f4914f6cdd1dull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  BitFlipper flip(0x2545f4914f6cdd1dull);
   int executed = 0;
   for (const auto& path : cuda_programs()) {
     const auto original = read_file(path);
     INFO(path.filename().string());
     for (int trial = 0; trial < 300; ++trial) {
-      auto bytes = original;
-      const int flips = 1 + static_cast<int>(next() % 4);
-      for (int k = 0; k < flips; ++k) bytes[next() % bytes.size()] ^= static_cast<uint8_t>(1u << (next() % 8));
+      const auto bytes = flip(original);
       executed += load_and_run(cuda, bytes);
     }
   }
