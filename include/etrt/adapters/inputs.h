@@ -47,22 +47,6 @@ struct HostInput {
   std::string kind;                        // "numpy"/"buffer", "torch", "dlpack", "result" (for messages)
 };
 
-/// True when the strides describe a dense block (some permutation of a contiguous layout, no gaps or overlaps).
-inline bool is_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
-  std::vector<std::pair<int64_t, int64_t>> dims;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) return true;
-    if (sizes[i] != 1) dims.emplace_back(strides[i], sizes[i]);
-  }
-  std::sort(dims.begin(), dims.end(), [](auto a, auto b) { return a.first > b.first; });
-  int64_t expect = 1;
-  for (size_t k = dims.size(); k-- > 0;) {
-    if (dims[k].first != expect) return false;
-    expect *= dims[k].second;
-  }
-  return true;
-}
-
 class InputConverter {
  public:
   InputConverter(std::string method, const MethodMeta& meta) : method_(std::move(method)), meta_(meta) {}

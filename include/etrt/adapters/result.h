@@ -155,20 +155,7 @@ class ExecuTorchResult {
                            read_only_);
   }
 
-  bool is_dense() const {
-    std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-    for (size_t i = 0; i < sizes_.size(); ++i) {
-      if (sizes_[i] == 0) return true;
-      if (sizes_[i] != 1) dims.emplace_back(strides_[i], sizes_[i]);
-    }
-    std::sort(dims.begin(), dims.end(), [](auto a, auto b) { return a.first > b.first; });
-    int64_t expect = 1;
-    for (size_t k = dims.size(); k-- > 0;) {
-      if (dims[k].first != expect) return false;
-      expect *= dims[k].second;
-    }
-    return true;
-  }
+  bool is_dense() const { return ::etrt::is_dense(sizes_, strides_); }
 
  private:
   /// A copy into new storage on `to`: memcpy on the host, else through the device layer.

@@ -1,9 +1,12 @@
 // Copies between two layouts of the same logical shape, element by element in logical order.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "etrt/core/tensor.h"
 
@@ -16,6 +19,22 @@ inline bool strides_match_dim_order(std::span<const int64_t> sizes, std::span<co
   strides_from_dim_order(sizes, dim_order, std::span<int64_t>(expected.data(), sizes.size()));
   for (size_t d = 0; d < sizes.size(); ++d)
     if (sizes[d] > 1 && strides_elems[d] != expected[d]) return false;
+  return true;
+}
+
+/// True when the strides (in elements) describe a dense block (some permutation of a contiguous layout, no gaps or overlaps).
+inline bool is_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] != 1) dims.emplace_back(strides[i], sizes[i]);
+  }
+  std::sort(dims.begin(), dims.end(), [](auto a, auto b) { return a.first > b.first; });
+  int64_t expect = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    if (dims[k].first != expect) return false;
+    expect *= dims[k].second;
+  }
   return true;
 }
 
