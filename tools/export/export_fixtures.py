@@ -317,6 +317,59 @@ class ConstantOutput(torch.nn.Module):
         return x + 1, self.const
 
 
+class VisionResample(torch.nn.Module):
+    """The resampling ops of segmentation / super-resolution / flow models: reflection and replication padding,
+    transposed convolutions (grouped, strided, output_padding), nearest, bilinear and antialiased bilinear
+    interpolation, pixel (un)shuffle and grid sampling; plus the 1-D forms on a second input."""
+
+    def __init__(self):
+        super().__init__()
+        F = torch.nn
+        self.pad_r = F.ReflectionPad2d((1, 2, 2, 1))
+        self.pad_e = F.ReplicationPad2d(1)
+        self.up = F.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.down = F.Conv2d(6, 8, 3, stride=2, padding=1)
+        self.shuffle = F.PixelShuffle(2)
+        self.unshuffle = F.PixelUnshuffle(2)
+        self.up1d = F.ConvTranspose1d(4, 3, 4, stride=2, padding=1, dilation=1)
+        self.pad1d_r = F.ReflectionPad1d((2, 3))
+        self.pad1d_e = F.ReplicationPad1d(2)
+
+    def forward(self, x, seq, grid):
+        fn = torch.nn.functional
+        y = self.up(self.pad_e(self.pad_r(x)))                                   # [2,6,32,32]
+        n1 = fn.interpolate(y, scale_factor=0.5, mode="nearest")                 # [2,6,16,16]
+        n2 = fn.interpolate(x, size=(20, 17), mode="nearest")                    # non-integer ratio
+        b1 = fn.interpolate(n1, size=(24, 24), mode="bilinear", align_corners=False)
+        b2 = fn.interpolate(n1, scale_factor=1.5, mode="bilinear", align_corners=True)
+        aa = fn.interpolate(y, size=(11, 13), mode="bilinear", antialias=True)
+        ps = self.unshuffle(self.shuffle(self.down(y)))                          # [2,8,16,16]
+        gs = fn.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        gn = fn.grid_sample(x, grid, mode="nearest", padding_mode="border", align_corners=True)
+        s = self.up1d(self.pad1d_e(self.pad1d_r(seq)))
+        return b1, b2, aa, ps, n2, gs, gn, s
+
+
+class SelectMath(torch.nn.Module):
+    """Selection and math ops of detection heads, metric learning and sequence models: topk, index_put,
+    diagonal, unfold, cdist, var, pow with a scalar base, rounding division, inverse
+    hyperbolic functions."""
+
+    def forward(self, x, y):
+        vals, idx = torch.topk(x, 3, dim=-1)
+        lo, lo_idx = torch.topk(x, 2, dim=0, largest=False)
+        z = x.clone()
+        z[torch.tensor([0, 2]), torch.tensor([1, 3])] = torch.tensor([10.0, -10.0])
+        d = torch.diagonal(x, offset=1)
+        u = y.unfold(1, 3, 2)
+        c = torch.cdist(x, y[:, :6])
+        v = torch.var(x, dim=1, unbiased=True)
+        p = torch.pow(2.0, x)
+        q = torch.div(x * 7, 2.5, rounding_mode="floor") + torch.div(x * 7, 2.5, rounding_mode="trunc")
+        h = torch.asinh(x) + torch.acosh(1.0 + x.abs()) + torch.atanh(torch.tanh(x) * 0.9)
+        return vals, idx, lo, lo_idx, z, d, u, c, v, p, q, h
+
+
 def _mlp():
     return _eval(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)))
 
@@ -647,6 +700,25 @@ FIXTURES: List[Fixture] = [
         extra={"upstream_known_issues": {"bundled": "executorch 1.5.1 BundledModule."
                "verify_result_with_bundled_expected_output segfaults: it never provides "
                "storage for the unplanned output 0. Plain run_method works."}},
+    ),
+    # ----------------------------------------------------------------- operator coverage of real models
+    Fixture(
+        "vision_resample",
+        "reflection/replication pad 1-D and 2-D, grouped strided ConvTranspose2d with output_padding, "
+        "ConvTranspose1d, nearest (scale and size), bilinear (align_corners both ways), antialiased bilinear, "
+        "pixel shuffle/unshuffle, grid_sample (bilinear/zeros, nearest/border); x [2,4,12,12], seq [2,4,16], "
+        "grid [2,9,7,2]",
+        lambda: {"forward": MethodSpec(_eval(VisionResample()), [
+            (rn(2, 4, 12, 12), rn(2, 4, 16), torch.rand(2, 9, 7, 2) * 2.4 - 1.2),
+            (rn(2, 4, 12, 12), rn(2, 4, 16), torch.rand(2, 9, 7, 2) * 2.4 - 1.2)])},
+        tolerance=dict(TOL_F32_LOOSE),
+    ),
+    Fixture(
+        "select_math",
+        "topk (largest/smallest), index_put, diagonal, unfold, cdist, var, "
+        "pow(2, x), floor/trunc division, asinh/acosh/atanh; x [4,6], y [4,7]",
+        lambda: {"forward": MethodSpec(SelectMath(), [(rn(4, 6), rn(4, 7)), (rn(4, 6), rn(4, 7))])},
+        tolerance=dict(TOL_F32_LOOSE),
     ),
 ]
 
