@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <numeric>
+#include <random>
 
 #include "etrt/kernels/ops/shape.h"
 #include "kernel_test_util.h"
@@ -229,4 +231,221 @@ TEST_CASE("shape: repeat, flip, roll, pad, as_strided, pixel_shuffle, tril", "[s
   REQUIRE(tril_out<real_bool_types>(ctx, tin, -1, tout));
   CHECK(to == std::vector<double>{0, 0, 0, 1, 0, 0, 1, 1, 0});
   CHECK(slots_of("aten::constant_pad_nd.out") == 5);
+}
+
+TEST_CASE("shape: diagonal_copy over every dim pair and offset against a loop reference", "[shape]") {
+  CHECK(slots_of("aten::diagonal_copy.out") == 6);
+  KernelContext ctx;
+  std::mt19937 g(17);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const int64_t S[3] = {3, 4, 5};
+  std::vector<double> x(60);
+  for (auto& e : x) e = u(g);
+  // The same values in a permuted layout (dim order 2, 0, 1) must give the same diagonals.
+  std::vector<double> xp(60);
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t c = 0; c < 5; ++c)
+        xp[static_cast<size_t>((c * 3 + a) * 4 + b)] = x[static_cast<size_t>((a * 4 + b) * 5 + c)];
+  Tensor in = mk(ScalarType::Double, {3, 4, 5}, x.data()), inp = mk(ScalarType::Double, {3, 4, 5}, xp.data(), {2, 0, 1});
+  const std::pair<int64_t, int64_t> pairs[] = {{0, 1}, {1, 2}, {2, 0}, {-1, -2}, {0, -1}};
+  int bad = 0, checked = 0;
+  for (auto [d1, d2] : pairs)
+    for (int64_t off = -6; off <= 6; ++off) {
+      const int a = static_cast<int>(d1 < 0 ? d1 + 3 : d1), b = static_cast<int>(d2 < 0 ? d2 + 3 : d2);
+      const int rest = 3 - a - b;  // the remaining dim
+      const int64_t len = std::max<int64_t>(0, off >= 0 ? std::min(S[a], S[b] - off) : std::min(S[a] + off, S[b]));
+      std::vector<double> want;
+      for (int64_t r = 0; r < S[rest]; ++r)
+        for (int64_t k = 0; k < len; ++k) {
+          int64_t ix[3];
+          ix[rest] = r;
+          ix[a] = off >= 0 ? k : k - off;
+          ix[b] = off >= 0 ? k + off : k;
+          want.push_back(x[static_cast<size_t>((ix[0] * 4 + ix[1]) * 5 + ix[2])]);
+        }
+      for (const Tensor* src : {&in, &inp}) {
+        std::vector<double> o(60, 7.0);
+        Tensor out = mk(ScalarType::Double, {S[rest], 5}, o.data(), {}, ShapeDynamism::DynamicBound);
+        REQUIRE(diagonal_copy_out<real_bool_types>(ctx, *src, off, d1, d2, out));
+        ++checked;
+        if (out.size(0) != S[rest] || out.size(1) != len ||
+            std::vector<double>(o.begin(), o.begin() + static_cast<long>(want.size())) != want)
+          ++bad;
+      }
+    }
+  CHECK(checked == 130);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("shape: diagonal_copy torch spot values and errors", "[shape]") {
+  KernelContext ctx;
+  auto x = iota_vec<float>(24);  // torch.arange(24.).reshape(2, 3, 4)
+  Tensor in = mk(ScalarType::Float, {2, 3, 4}, x.data());
+  std::vector<float> o(24);
+  // torch.diagonal_copy(x) -> [[0, 16], [1, 17], [2, 18], [3, 19]]
+  Tensor o42 = mk(ScalarType::Float, {4, 2}, o.data());
+  REQUIRE(diagonal_copy_out<real_bool_types>(ctx, in, 0, 0, 1, o42));
+  CHECK(std::vector<float>(o.begin(), o.begin() + 8) == std::vector<float>{0, 16, 1, 17, 2, 18, 3, 19});
+  // torch.diagonal_copy(x, 1, -1, 0) -> [[12], [16], [20]]
+  Tensor o31 = mk(ScalarType::Float, {3, 1}, o.data());
+  REQUIRE(diagonal_copy_out<real_bool_types>(ctx, in, 1, -1, 0, o31));
+  CHECK(std::vector<float>(o.begin(), o.begin() + 3) == std::vector<float>{12, 16, 20});
+  // torch.diagonal_copy(x, -1, 1, 2) -> [[4, 9], [16, 21]]
+  Tensor o22 = mk(ScalarType::Float, {2, 2}, o.data());
+  REQUIRE(diagonal_copy_out<real_bool_types>(ctx, in, -1, 1, 2, o22));
+  CHECK(std::vector<float>(o.begin(), o.begin() + 4) == std::vector<float>{4, 9, 16, 21});
+  // torch.diagonal_copy(x, -2**63, 1, 2).shape -> [2, 0]; likewise for 2**62
+  Tensor o20 = mk(ScalarType::Float, {2, 0}, o.data());
+  REQUIRE(diagonal_copy_out<real_bool_types>(ctx, in, std::numeric_limits<int64_t>::min(), 1, 2, o20));
+  REQUIRE(diagonal_copy_out<real_bool_types>(ctx, in, int64_t{1} << 62, 1, 2, o20));
+
+  auto st = diagonal_copy_out<real_bool_types>(ctx, in, 0, 1, -2, o42);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().code == Error::InvalidArgument);
+  CHECK_THAT(st.error().what, Catch::Contains("diagonal dimensions cannot be identical 1, -2"));
+  Tensor v1 = mk(ScalarType::Float, {3}, x.data());
+  st = diagonal_copy_out<real_bool_types>(ctx, v1, 0, 0, 1, o42);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("expected a tensor of rank >= 2, got float32[3]"));
+  st = diagonal_copy_out<real_bool_types>(ctx, in, 0, 0, 3, o42);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("dim 3 is out of range"));
+  st = diagonal_copy_out<real_bool_types>(ctx, in, 0, 0, 1, o22);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("output shape [4, 2] does not match the static shape [2, 2]"));
+}
+
+TEST_CASE("shape: unfold_copy against a loop reference, torch spot values, rank 0, errors", "[shape]") {
+  CHECK(slots_of("aten::unfold_copy.out") == 6);
+  KernelContext ctx;
+  // Random sizes/steps on a [4, 9] int64 tensor, along both dims, also from a transposed layout.
+  std::vector<int64_t> x(36);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int64_t>(i * 7 % 36);
+  std::vector<int64_t> xt(36);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 9; ++c) xt[c * 4 + r] = x[r * 9 + c];
+  Tensor in = mk(ScalarType::Long, {4, 9}, x.data()), tin = mk(ScalarType::Long, {4, 9}, xt.data(), {1, 0});
+  int bad = 0;
+  for (int d = 0; d < 2; ++d)
+    for (int64_t size = 0; size <= (d ? 9 : 4); ++size)
+      for (int64_t step = 1; step <= 4; ++step) {
+        const int64_t n = d ? 9 : 4, win = (n - size) / step + 1, other = d ? 4 : 9;
+        std::vector<int64_t> want;
+        for (int64_t i = 0; i < (d ? other : win); ++i)
+          for (int64_t j = 0; j < (d ? win : other); ++j)
+            for (int64_t k = 0; k < size; ++k) {
+              const int64_t r = d ? i : i * step + k, c = d ? j * step + k : j;
+              want.push_back(x[static_cast<size_t>(r * 9 + c)]);
+            }
+        for (const Tensor* src : {&in, &tin}) {
+          std::vector<int64_t> o(1000, -1);
+          Tensor out = mk(ScalarType::Long, {10, 10, 10}, o.data(), {}, ShapeDynamism::DynamicBound);
+          REQUIRE(unfold_copy_out<real_bool_types>(ctx, *src, d - 2, size, step, out));
+          const std::vector<int64_t> shape = {d ? other : win, d ? win : other, size};
+          if (std::vector<int64_t>(out.sizes().begin(), out.sizes().end()) != shape ||
+              std::vector<int64_t>(o.begin(), o.begin() + static_cast<long>(want.size())) != want)
+            ++bad;
+        }
+      }
+  CHECK(bad == 0);
+  // torch.unfold_copy(torch.arange(7.), 0, 3, 2) -> [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+  auto y = iota_vec<float>(7);
+  Tensor ty = mk(ScalarType::Float, {7}, y.data());
+  std::vector<float> o(9);
+  Tensor o33 = mk(ScalarType::Float, {3, 3}, o.data());
+  REQUIRE(unfold_copy_out<real_bool_types>(ctx, ty, 0, 3, 2, o33));
+  CHECK(o == std::vector<float>{0, 1, 2, 2, 3, 4, 4, 5, 6});
+  // torch.unfold_copy(torch.arange(7.), 0, 7, 100) -> [[0, ..., 6]]; a huge step is one window
+  Tensor o17 = mk(ScalarType::Float, {1, 7}, o.data());
+  REQUIRE(unfold_copy_out<real_bool_types>(ctx, ty, 0, 7, std::numeric_limits<int64_t>::max(), o17));
+  CHECK(std::vector<float>(o.begin(), o.begin() + 7) == y);
+  // torch.unfold_copy(torch.arange(7.), 0, 0, 2).shape -> [4, 0]
+  Tensor o40 = mk(ScalarType::Float, {4, 0}, o.data());
+  REQUIRE(unfold_copy_out<real_bool_types>(ctx, ty, 0, 0, 2, o40));
+  // torch.unfold_copy(torch.tensor(5.), 0, 1, 1) -> tensor([5.]); size 0 -> tensor([])
+  float s = 5.f, so = 0.f;
+  Tensor t0 = mk(ScalarType::Float, {}, &s), t1 = mk(ScalarType::Float, {1}, &so);
+  REQUIRE(unfold_copy_out<real_bool_types>(ctx, t0, -1, 1, 3, t1));
+  CHECK(so == 5.f);
+  Tensor te = mk(ScalarType::Float, {0}, &so);
+  REQUIRE(unfold_copy_out<real_bool_types>(ctx, t0, 0, 0, 1, te));
+
+  auto st = unfold_copy_out<real_bool_types>(ctx, ty, 0, 8, 2, o33);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().code == Error::InvalidArgument);
+  CHECK_THAT(st.error().what, Catch::Contains("maximum size for tensor at dimension 0 is 7 but size is 8"));
+  st = unfold_copy_out<real_bool_types>(ctx, ty, 0, -1, 2, o33);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("size is -1 but must be >= 0"));
+  st = unfold_copy_out<real_bool_types>(ctx, ty, 0, 2, 0, o33);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("step is 0 but must be > 0"));
+  st = unfold_copy_out<real_bool_types>(ctx, t0, 0, 2, 1, t1);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("maximum size for tensor at dimension 0 is 1 but size is 2"));
+  st = unfold_copy_out<real_bool_types>(ctx, ty, 1, 2, 1, o33);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("dim 1 is out of range"));
+}
+
+TEST_CASE("shape: repeat_interleave.Tensor_out", "[shape]") {
+  CHECK(slots_of("aten::repeat_interleave.Tensor_out") == 4);
+  using Ints = types<int32_t, int64_t>;
+  KernelContext ctx;
+  // torch.repeat_interleave(torch.tensor([2, 0, 3])) -> [0, 0, 2, 2, 2]
+  std::vector<int64_t> r = {2, 0, 3}, o(8, -1);
+  Tensor tr = mk(ScalarType::Long, {3}, r.data());
+  Tensor out = mk(ScalarType::Long, {8}, o.data(), {}, ShapeDynamism::DynamicBound);
+  REQUIRE(repeat_interleave_tensor_out<Ints>(ctx, tr, std::nullopt, out));
+  REQUIRE(out.size(0) == 5);
+  CHECK(std::vector<int64_t>(o.begin(), o.begin() + 5) == std::vector<int64_t>{0, 0, 2, 2, 2});
+  REQUIRE(repeat_interleave_tensor_out<Ints>(ctx, tr, int64_t{5}, out));
+  // Random Int repeats, zeros included.
+  std::mt19937 g(4);
+  std::uniform_int_distribution<int32_t> u(0, 4);
+  std::vector<int32_t> ri(40);
+  for (auto& e : ri) e = u(g);
+  std::vector<int32_t> want;
+  for (int i = 0; i < 40; ++i)
+    for (int k = 0; k < ri[i]; ++k) want.push_back(i);
+  std::vector<int32_t> oi(200, -1);
+  Tensor toi = mk(ScalarType::Int, {200}, oi.data(), {}, ShapeDynamism::DynamicUnbound);
+  REQUIRE(repeat_interleave_tensor_out<Ints>(ctx, mk(ScalarType::Int, {40}, ri.data()), std::nullopt, toi));
+  REQUIRE(toi.size(0) == static_cast<int64_t>(want.size()));
+  CHECK(std::vector<int32_t>(oi.begin(), oi.begin() + static_cast<long>(want.size())) == want);
+  // torch.repeat_interleave(torch.tensor([], dtype=torch.long)) -> tensor([])
+  REQUIRE(repeat_interleave_tensor_out<Ints>(ctx, mk(ScalarType::Long, {0}, r.data()), std::nullopt, out));
+  CHECK(out.size(0) == 0);
+
+  // torch: "allocated size does not match required size"
+  auto st = repeat_interleave_tensor_out<Ints>(ctx, tr, int64_t{4}, out);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().code == Error::InvalidArgument);
+  CHECK_THAT(st.error().what, Catch::Contains("output_size 4 does not match the sum of repeats 5"));
+  r[1] = -1;  // torch: "repeats can not be negative"
+  st = repeat_interleave_tensor_out<Ints>(ctx, tr, std::nullopt, out);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("repeats can not be negative, got -1 at index 1"));
+  r[1] = std::numeric_limits<int64_t>::max();
+  st = repeat_interleave_tensor_out<Ints>(ctx, tr, std::nullopt, out);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("overflows int64"));
+  r[1] = 0;
+  Tensor fixed = mk(ScalarType::Long, {4}, o.data());
+  st = repeat_interleave_tensor_out<Ints>(ctx, tr, std::nullopt, fixed);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("output shape [5] does not match the static shape [4]"));
+  // torch: "repeat_interleave only accept 1D vector as repeat"
+  st = repeat_interleave_tensor_out<Ints>(ctx, mk(ScalarType::Long, {3, 1}, r.data()), std::nullopt, out);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("repeats must be 1-D, got int64[3, 1]"));
+  // torch: "repeat_interleave_cpu" not implemented for 'Short'
+  st = repeat_interleave_tensor_out<Ints>(ctx, mk(ScalarType::Short, {3}, r.data()), std::nullopt, out);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("repeats must be Long or Int, got Short"));
+  // torch: "Expected out tensor to have dtype long int, but got int instead"
+  st = repeat_interleave_tensor_out<Ints>(ctx, tr, std::nullopt, toi);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("out dtype Int != repeats dtype Long"));
 }

@@ -1,6 +1,6 @@
-// Indexing kernels: index_select, gather, scatter (src / value / add), index.Tensor, index_put, select_scatter,
-// slice_scatter, nonzero. Pure movement goes through mv::copy_views (Note [strided views]); index tensors are Long
-// or Int and every index is bounds-checked before it is used.
+// Indexing kernels: index_select, gather, scatter (src / value / add), index.Tensor, index_put (out and in place),
+// select_scatter, slice_scatter, nonzero. Pure movement goes through mv::copy_views (Note [strided views]); index
+// tensors are Long or Int and every index is bounds-checked before it is used.
 #pragma once
 
 #include <vector>
@@ -367,43 +367,38 @@ Status index_tensor_out(KernelContext& ctx, const Tensor& self, std::span<Tensor
   return {};
 }
 
-template <class Dtypes>
-Status index_put_out(KernelContext& ctx, const Tensor& self, std::span<Tensor* const> indices, const Tensor& values,
-                     bool accumulate, Tensor& out) {
-  constexpr std::string_view op = "index_put.out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, values, out));
-  ETRT_TRY(auto plan, index_detail::make_plan(op, self, indices));
-  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
-  const size_t es = element_size(out.dtype());
-  mv::copy_views(es, mv::view_of(out), mv::view_of(self));
-  // values broadcast to the indexing result's shape.
+namespace index_detail {
+/// `values` viewed with the shape of the indexing result (the block index_put writes), or a failure when it does
+/// not broadcast to it.
+inline Result<mv::View> put_values_view(std::string_view op, const Plan& plan, const Tensor& values) {
   const Shape& rs = plan.out_shape;
-  if (values.dim() > rs.rank)
+  bool fits = values.dim() <= rs.rank;
+  for (int i = 0; fits && i < values.dim(); ++i) {
+    const int64_t v = values.size(i), r = rs.sizes[rs.rank - values.dim() + i];
+    fits = v == r || v == 1;
+  }
+  if (!fits)
     return fail(Error::InvalidArgument, op, ": values ", values.describe(), " cannot be broadcast to ",
                 shape_str(rs.span()));
-  for (int i = 0; i < values.dim(); ++i) {
-    const int64_t v = values.size(i), r = rs.sizes[rs.rank - values.dim() + i];
-    if (v != r && v != 1)
-      return fail(Error::InvalidArgument, op, ": values ", values.describe(), " cannot be broadcast to ",
-                  shape_str(rs.span()));
-  }
-  if (checked_numel(rs.span()) == 0) return {};
   mv::View vv;
   vv.data = static_cast<char*>(values.data());
   const auto bs = broadcast_strides(values, rs);
   for (int i = 0; i < rs.rank; ++i) vv.push(rs.sizes[i], bs[i]);
-  if (plan.dims.empty()) {
-    if (!accumulate) {
-      mv::copy_views(es, mv::view_of(out), vv);
-      return {};
-    }
-  }
+  return vv;
+}
+
+/// Writes (or with `accumulate` adds) the values view into `dst` at the positions the plan selects. Repeated
+/// positions accumulate every value; without accumulate the last one wins.
+template <class Dtypes>
+Status put_values(std::string_view op, const Plan& plan, Tensor& dst, const mv::View& vv, bool accumulate) {
+  if (checked_numel(plan.out_shape.span()) == 0) return {};
+  const size_t es = element_size(dst.dtype());
   if (!accumulate) {
-    index_detail::for_each_block(plan, out, vv, [&](const mv::View& v, const mv::View& o) { mv::copy_views(es, o, v); });
+    if (plan.dims.empty()) mv::copy_views(es, mv::view_of(dst), vv);
+    else for_each_block(plan, dst, vv, [&](const mv::View& v, const mv::View& o) { mv::copy_views(es, o, v); });
     return {};
   }
-  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+  return visit(dst.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     using C = compute_t<T>;
     auto add_block = [&](const mv::View& v, const mv::View& o) {
       std::vector<int64_t> vo;
@@ -416,10 +411,40 @@ Status index_put_out(KernelContext& ctx, const Tensor& self, std::span<Tensor* c
         else op_[x] = static_cast<T>(static_cast<C>(op_[x]) + static_cast<C>(vp[vo[k++]]));
       });
     };
-    if (plan.dims.empty()) add_block(vv, mv::view_of(out));
-    else index_detail::for_each_block(plan, out, vv, add_block);
+    if (plan.dims.empty()) add_block(vv, mv::view_of(dst));
+    else for_each_block(plan, dst, vv, add_block);
     return Status{};
   });
+}
+}  // namespace index_detail
+
+template <class Dtypes>
+Status index_put_out(KernelContext& ctx, const Tensor& self, std::span<Tensor* const> indices, const Tensor& values,
+                     bool accumulate, Tensor& out) {
+  constexpr std::string_view op = "index_put.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, values, out));
+  ETRT_TRY(auto plan, index_detail::make_plan(op, self, indices));
+  ETRT_TRY(mv::View vv, index_detail::put_values_view(op, plan, values));
+  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
+  mv::copy_views(element_size(out.dtype()), mv::view_of(out), mv::view_of(self));
+  return index_detail::put_values<Dtypes>(op, plan, out, vv, accumulate);
+}
+
+/// index_put_(self, indices, values, accumulate): index_put.out writing into self; every argument is checked before
+/// self is touched.
+template <class Dtypes>
+Status index_put_inplace(KernelContext&, Tensor& self, std::span<Tensor* const> indices, const Tensor& values,
+                         bool accumulate) {
+  constexpr std::string_view op = "index_put_";
+  if (!contains(Dtypes{}, self.dtype()))
+    return fail(Error::InvalidArgument, op, ": unsupported dtype ", name(self.dtype()));
+  if (values.dtype() != self.dtype())
+    return fail(Error::InvalidArgument, op, ": values dtype ", name(values.dtype()), " != self dtype ",
+                name(self.dtype()));
+  ETRT_TRY(auto plan, index_detail::make_plan(op, self, indices));
+  ETRT_TRY(mv::View vv, index_detail::put_values_view(op, plan, values));
+  return index_detail::put_values<Dtypes>(op, plan, self, vv, accumulate);
 }
 
 template <class Dtypes>

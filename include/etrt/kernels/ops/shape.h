@@ -1,7 +1,9 @@
-// Shape and data-movement kernels: *_copy views, cat/stack/split, repeat, flip, roll, pad, pixel_shuffle, tril.
+// Shape and data-movement kernels: *_copy views (incl. diagonal, unfold), cat/stack/split, repeat, repeat_interleave,
+// flip, roll, pad, pixel_shuffle, tril.
 //
 // Each kernel validates, resizes the output, then expresses the result as a strided view of the input and copies it
-// with mv::copy_views (Note [strided views]); element types only matter for ops that create values (pad, tril).
+// with mv::copy_views (Note [strided views]); element types only matter for ops that create values (pad, tril,
+// repeat_interleave).
 #pragma once
 
 #include <vector>
@@ -631,6 +633,97 @@ Status tril_out(KernelContext& ctx, const Tensor& self, int64_t diagonal, Tensor
     }
   });
   return {};
+}
+
+/// diagonal_copy.out(self, offset, dim1, dim2, *, out): dims dim1 and dim2 are replaced by one trailing dim holding
+/// the diagonal shifted by `offset` (above the main diagonal when positive, below when negative).
+template <class Dtypes>
+Status diagonal_copy_out(KernelContext& ctx, const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2,
+                         Tensor& out) {
+  constexpr std::string_view op = "diagonal_copy.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  if (self.dim() < 2) return fail(Error::InvalidArgument, op, ": expected a tensor of rank >= 2, got ", self.describe());
+  ETRT_TRY(int a, mv::wrap_dim(op, dim1, self.dim()));
+  ETRT_TRY(int b, mv::wrap_dim(op, dim2, self.dim()));
+  if (a == b) return fail(Error::InvalidArgument, op, ": diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  const int64_t na = self.size(a), nb = self.size(b);
+  // Compared before any arithmetic on offset, so no offset (even INT64_MIN) overflows.
+  int64_t len = 0, start = 0;
+  if (offset >= 0 && offset < nb) {
+    len = std::min(na, nb - offset);
+    start = offset * self.stride(b);
+  } else if (offset < 0 && offset > -na) {
+    len = std::min(na + offset, nb);
+    start = -offset * self.stride(a);
+  }
+  mv::View v = shape_detail::with_data(self);
+  if (len > 0) v.data += start * static_cast<int64_t>(element_size(self.dtype()));
+  for (int i = 0; i < self.dim(); ++i)
+    if (i != a && i != b) v.push(self.size(i), self.stride(i));
+  v.push(std::max<int64_t>(len, 0), self.stride(a) + self.stride(b));
+  return shape_detail::emit(ctx, op, out, v);
+}
+
+/// unfold_copy.out(self, dimension, size, step, *, out): every window of `size` elements along `dimension`, `step`
+/// apart; that dim becomes the window count and a trailing dim of length `size` holds each window.
+template <class Dtypes>
+Status unfold_copy_out(KernelContext& ctx, const Tensor& self, int64_t dimension, int64_t size, int64_t step,
+                       Tensor& out) {
+  constexpr std::string_view op = "unfold_copy.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  if (self.dim() >= kMaxDims) return fail(Error::InvalidArgument, op, ": rank ", self.dim(), " is at the maximum");
+  ETRT_TRY(int d, mv::wrap_dim(op, dimension, self.dim()));
+  const int64_t n = self.dim() ? self.size(d) : 1, stride = self.dim() ? self.stride(d) : 1;
+  if (size < 0) return fail(Error::InvalidArgument, op, ": size is ", size, " but must be >= 0");
+  if (size > n)
+    return fail(Error::InvalidArgument, op, ": maximum size for tensor at dimension ", d, " is ", n, " but size is ",
+                size);
+  if (step <= 0) return fail(Error::InvalidArgument, op, ": step is ", step, " but must be > 0");
+  const int64_t windows = (n - size) / step + 1;
+  mv::View v = shape_detail::with_data(self);
+  for (int i = 0; i < self.dim(); ++i) {
+    if (i != d) v.push(self.size(i), self.stride(i));
+    else v.push(windows, windows > 1 ? stride * step : 0);  // a lone window never moves, whatever step is
+  }
+  v.push(size, stride);
+  return shape_detail::emit(ctx, op, out, v);
+}
+
+/// repeat_interleave.Tensor_out(repeats, *, output_size, out): index i written repeats[i] times, in order. The
+/// length is the sum of the repeats; when output_size is given it must equal that sum.
+template <class Dtypes>
+Status repeat_interleave_tensor_out(KernelContext& ctx, const Tensor& repeats, std::optional<int64_t> output_size,
+                                    Tensor& out) {
+  constexpr std::string_view op = "repeat_interleave.Tensor_out";
+  if (repeats.dim() != 1) return fail(Error::InvalidArgument, op, ": repeats must be 1-D, got ", repeats.describe());
+  if (!contains(Dtypes{}, repeats.dtype()))
+    return fail(Error::InvalidArgument, op, ": repeats must be Long or Int, got ", name(repeats.dtype()));
+  if (out.dtype() != repeats.dtype())
+    return fail(Error::InvalidArgument, op, ": out dtype ", name(out.dtype()), " != repeats dtype ",
+                name(repeats.dtype()));
+  if (out.dim() != 1) return fail(Error::InvalidArgument, op, ": out must be 1-D, got ", out.describe());
+  return visit(repeats.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    const T* r = repeats.data_as<const T>();
+    const int64_t n = repeats.size(0), rs = repeats.stride(0);
+    int64_t total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = static_cast<int64_t>(r[i * rs]);
+      if (c < 0) return fail(Error::InvalidArgument, op, ": repeats can not be negative, got ", c, " at index ", i);
+      if (c > INT64_MAX - total) return fail(Error::InvalidArgument, op, ": the sum of repeats overflows int64");
+      total += c;
+    }
+    if (output_size && *output_size != total)
+      return fail(Error::InvalidArgument, op, ": output_size ", *output_size, " does not match the sum of repeats ",
+                  total);
+    const int64_t want[] = {total};
+    ETRT_CHECK_OK(ctx.resize(op, out, want));
+    T* o = out.data_as<T>();
+    const int64_t os = out.stride(0);
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (T c = r[i * rs]; c > 0; --c) o[os * at++] = static_cast<T>(i);
+    return Status{};
+  });
 }
 
 }  // namespace etrt::kernels
