@@ -1,5 +1,6 @@
 // The core headers stand alone and never pull in Python: each compiles without Python.h on the include path.
 #include "etrt/core/evalue.h"
+#include "etrt/devtools/etdump_recorder.h"
 #include "etrt/format/flatbuffer.h"
 #include "etrt/method/method.h"
 #include "etrt/program/program.h"

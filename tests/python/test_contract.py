@@ -146,9 +146,9 @@ def test_stub_lists_every_public_name(portable_lib):
 
 def test_logs_reach_sys_stderr(portable_lib, capsys):
     """Runtime logs go through Python's sys.stderr (captured here), not straight to fd 2."""
-    portable_lib._load_for_executorch(str(FIXTURES / "add.pte"), enable_etdump=True, debug_buffer_size=1024)
+    portable_lib._load_for_executorch(str(FIXTURES / "add.pte"), debug_buffer_size=1024)  # no enable_etdump
     err = capsys.readouterr().err
-    assert "[etrt] info: debug_buffer_size=1024 is ignored" in err
+    assert "[etrt] info: debug_buffer_size=1024 has no effect without enable_etdump=True" in err
 
 
 def test_extension_links_no_torch():

@@ -556,6 +556,47 @@ def hook_docstring(pl):
     assert pl._cuda_enabled() in (True, False)
 
 
+@scenario("cuda_mixed")
+def etdump_debug_buffer_reads_device_tensors(pl):
+    """Intermediate outputs on the device reach the debug buffer through device-to-host copies; a delegate call logs
+    every argument (Note [logged values] in include/etrt/method/method.h)."""
+    import importlib.util
+    import tempfile
+    spec = importlib.util.spec_from_file_location("etdump_dump", ROOT / "tools" / "etdump_dump.py")
+    reader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reader)
+    ref = reference("cuda_mixed")
+    plain = pl._load_for_executorch(pte("cuda_mixed"))
+    c = Counts(pl)
+    plain.forward(method_inputs(pl, plain.method_meta("forward"), ref))
+    copies_without_etdump = c["device_to_host"]
+    module = pl._load_for_executorch(pte("cuda_mixed"), enable_etdump=True, debug_buffer_size=1 << 20)
+    c.reset()
+    outs = module.forward(method_inputs(pl, module.method_meta("forward"), ref))
+    check_outputs("cuda_mixed", outs)
+    assert c["device_to_host"] > copies_without_etdump  # device tensors were read through the device layer
+    with tempfile.TemporaryDirectory() as d:
+        module.write_etdump_result_to_file(f"{d}/x.etdp", f"{d}/x.bin")
+        parsed = reader.parse(pathlib.Path(f"{d}/x.etdp").read_bytes())
+        buffer = pathlib.Path(f"{d}/x.bin").read_bytes()
+    [run] = [r for r in parsed["runs"] if r["name"] == "Execute"]
+    names = {e["instruction_id"]: e["name"] for e in run["events"]
+             if e["kind"] == "profile" and e["name"].startswith("native_call_")}
+    delegates = sorted(i for i, n in names.items() if n == "native_call_EtrtCudaBackend")
+    assert len(delegates) == 2, names
+    debug = [e for e in run["events"] if e["kind"] == "debug"]
+    for i in delegates:
+        logged = [e for e in debug if e["instruction_id"] == i and not e["value"]["output"]]
+        assert len(logged) >= 2, (i, logged)  # its inputs and outputs
+        for e in logged:
+            for t in e["value"]["tensors"]:
+                assert t["offset"] % 64 == 0
+    finals = [reader.value(e, buffer) for e in debug if e["value"]["output"]]
+    assert len(finals) == len(outs)
+    for got, o in zip(finals, outs):
+        np.testing.assert_array_equal(got, host(o))
+
+
 # ---- pytest side: one process per scenario -------------------------------------------------------------------------
 
 def _package_root():

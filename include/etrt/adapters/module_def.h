@@ -76,12 +76,6 @@ inline void python_log_sink(LogLevel, std::string_view message) {
   }
 }
 
-inline void log_ignored_debug_buffer(size_t debug_buffer_size) {
-  if (debug_buffer_size > 0)
-    log(LogLevel::Info, cat("debug_buffer_size=", debug_buffer_size,
-                            " is ignored: this runtime records profiling events, not intermediate outputs"));
-}
-
 // ---- devices ------------------------------------------------------------------------------------------------
 
 /// Installs the CUDA-enabled build's device layer and delegate (a no-op in a build without CUDA).
@@ -322,36 +316,34 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   m.def(
       "_load_for_executorch",
       [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v) {
-        log_ignored_debug_buffer(dbg);
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
-        return std::make_shared<PyModule>(make_program_state(source_from_path(path), data, v, etdump, kernels));
+        return std::make_shared<PyModule>(make_program_state(source_from_path(path), data, v, etdump, dbg, kernels));
       },
       py::arg("path"), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
   m.def(
       "_load_for_executorch_from_buffer",
       [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t dbg, Verification v) {
-        log_ignored_debug_buffer(dbg);
         auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
-        return std::make_shared<PyModule>(make_program_state(source_from_bytes(buffer), data, v, etdump, kernels));
+        auto src = source_from_bytes(buffer);
+        return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, kernels));
       },
       py::arg("buffer"), py::arg("data_map_buffer") = py::none(), py::arg("enable_etdump") = false,
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
   m.def(
       "_load_program",
       [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path) {
-        log_ignored_debug_buffer(dbg);
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
-        return std::make_shared<PyProgram>(make_program_state(source_from_path(path), data, v, etdump, kernels));
+        return std::make_shared<PyProgram>(make_program_state(source_from_path(path), data, v, etdump, dbg, kernels));
       },
       py::arg("path"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
       py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none());
   m.def(
       "_load_program_from_buffer",
       [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path) {
-        log_ignored_debug_buffer(dbg);
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
-        return std::make_shared<PyProgram>(make_program_state(source_from_bytes(buffer), data, v, etdump, kernels));
+        auto src = source_from_bytes(buffer);
+        return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, kernels));
       },
       py::arg("buffer"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
       py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none());
@@ -360,16 +352,17 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       [kernels](py::buffer buffer, size_t) {
         auto src = source_from_bytes(buffer);
         auto bp = check(BundledProgram::load(src));
-        auto ps = make_program_state(bp->program_source(), nullptr, Verification::InternalConsistency, false, kernels);
+        auto ps = make_program_state(bp->program_source(), nullptr, Verification::InternalConsistency, false, 0,
+                                     kernels);
         return std::make_shared<PyBundledModule>(std::move(bp), std::move(ps));
       },
       py::arg("buffer"), py::arg("non_const_pool_size") = 16 * 1024);
   m.def(
       "_load_for_executorch_from_bundled_program",
-      [kernels](PyBundledModule& b, py::object data_map_buffer, bool etdump, size_t) {
+      [kernels](PyBundledModule& b, py::object data_map_buffer, bool etdump, size_t dbg) {
         auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
         return std::make_shared<PyModule>(make_program_state(b.bundle()->program_source(), data,
-                                                             Verification::InternalConsistency, etdump, kernels));
+                                                             Verification::InternalConsistency, etdump, dbg, kernels));
       },
       py::arg("ptr"), py::arg("data_map_buffer") = py::none(), py::arg("enable_etdump") = false,
       py::arg("debug_buffer_size") = 0);

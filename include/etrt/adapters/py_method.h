@@ -26,12 +26,12 @@ class PyMethod {
     auto st = std::make_shared<MethodState>();
     st->program = ps;
     st->fresh_device_outputs = module_method;
-    const uint64_t t0 = now_ticks();
+    const uint64_t t0 = etdump::now_ticks();
     auto loaded = Method::load(ps->program, name, ps->options());
     if (!loaded) raise(with_device_hint(*ps, name, loaded.error()));
     st->method = std::move(*loaded);
     if (ps->etdump) {
-      const uint64_t t1 = now_ticks();
+      const uint64_t t1 = etdump::now_ticks();
       ps->etdump->record_load(t0, t1, t0, t1);
       st->method->set_observer(ps->etdump.get());
     }
@@ -137,12 +137,12 @@ class PyMethod {
       add_output_devices(before, true);
       before.wait_all();
     }
-    Status st;
+    Status st, recorded;
     {
       py::gil_scoped_release release;
-      if (s.program->etdump) s.program->etdump->begin_execute();
+      if (s.program->etdump) s.program->etdump->begin_execute(s.method->name());
       st = s.method->execute();
-      if (s.program->etdump) s.program->etdump->end_execute();
+      if (s.program->etdump) recorded = s.program->etdump->end_execute();
     }
     if (!st) {
       s.outputs_visible = false;
@@ -156,6 +156,8 @@ class PyMethod {
     ++s.execution;
     s.outputs_visible = true;
     cloned_.clear();
+    // Note [debug buffer overflow]: the execution completed, but its intermediate outputs did not fit.
+    if (!recorded) raise(recorded.error());
   }
 
   py::list get_outputs_locked(bool clone) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "etrt/adapters/py_method.h"
 
@@ -16,22 +17,66 @@ namespace py = pybind11;
 
 // ---- ExecuTorchProgram / ExecuTorchModule ---------------------------------------------------------------------
 
-/// Writes the ETDump recorded since the previous write (upstream semantics: each write holds the newer runs).
-inline void write_etdump(ProgramState& ps, const std::string& path, py::object debug_buffer_path) {
-  if (!ps.etdump) throw std::runtime_error("No etdump found");
-  (void)debug_buffer_path;  // no debug buffer: intermediate outputs are not recorded
-  const auto bytes = ps.etdump->take();
+/// Opens `path` for writing, with upstream's message on failure.
+inline std::FILE* open_for_write(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw std::runtime_error(cat("Failed to open file ", path, ": ", std::strerror(errno)));
-  const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const bool closed = std::fclose(f) == 0;
-  if (n != bytes.size()) throw std::runtime_error(cat("Failed to write etdump to file ", path));
+  return f;
+}
+
+/// Writes the ETDump recorded since the previous write (upstream semantics: each write holds the newer runs) and,
+/// given `debug_buffer_path` (str or os.PathLike) and a debug buffer, the whole debug buffer: all debug_buffer_size
+/// bytes, as upstream writes it, so the offsets in the .etdp index the file. The buffer is then reused from offset
+/// 0 (Note [debug buffer overflow]). Without a debug buffer, `debug_buffer_path` is ignored with a log line.
+inline void write_etdump(ProgramState& ps, const std::string& path, py::object debug_buffer_path) {
+  if (!ps.etdump) throw std::runtime_error("No etdump found");
+  std::optional<std::string> dbg_path;
+  if (!debug_buffer_path.is_none()) {
+    py::object p = debug_buffer_path;
+    if (!py::isinstance<py::str>(p) && py::hasattr(p, "__fspath__")) p = py::module_::import("os").attr("fspath")(p);
+    if (!py::isinstance<py::str>(p))
+      throw py::type_error(cat("debug_buffer_path must be a str or os.PathLike of str, got ",
+                               std::string(py::str(py::type::handle_of(debug_buffer_path)))));
+    dbg_path = p.cast<std::string>();
+    if (ps.etdump->debug_buffer_size() == 0) {
+      log(LogLevel::Info, cat("debug_buffer_path '", *dbg_path, "' is not written: this program was loaded without a "
+                              "debug buffer (pass debug_buffer_size > 0 with enable_etdump=True)"));
+      dbg_path.reset();
+    }
+  }
+  std::FILE* f = open_for_write(path);
+  std::FILE* d = nullptr;
+  if (dbg_path) {
+    d = std::fopen(dbg_path->c_str(), "wb");
+    if (!d) {
+      const int err = errno;
+      std::fclose(f);
+      throw std::runtime_error(cat("Failed to open file ", *dbg_path, ": ", std::strerror(err)));
+    }
+  }
+  std::string error;
+  bool closed = true, dbg_closed = true;
+  {
+    py::gil_scoped_release release;  // a debug buffer can be large; executions on other threads keep running
+    error = ps.etdump->take([&](std::span<const uint8_t> etdp, std::span<const uint8_t> buffer) -> std::string {
+      if (std::fwrite(etdp.data(), 1, etdp.size(), f) != etdp.size())
+        return cat("Failed to write etdump to file ", path);
+      if (d && std::fwrite(buffer.data(), 1, buffer.size(), d) != buffer.size())
+        return cat("Failed to write debug buffer to file ", *dbg_path);
+      return {};
+    });
+    closed = std::fclose(f) == 0;
+    if (d) dbg_closed = std::fclose(d) == 0;
+  }
+  if (!error.empty()) throw std::runtime_error(error);
   if (!closed) throw std::runtime_error(cat("Failed to close etdump file ", path));
+  if (!dbg_closed) throw std::runtime_error(cat("Failed to close debug buffer file ", *dbg_path));
 }
 
 inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const DataSource> src,
                                                         std::shared_ptr<const DataSource> data_src,
                                                         Verification verification, bool etdump,
+                                                        size_t debug_buffer_size,
                                                         std::span<const KernelEntry> kernels) {
   auto ps = std::make_shared<ProgramState>();
   if (BundledProgram::is_bundled(src->bytes())) {  // a .bpte: run its embedded program
@@ -45,7 +90,12 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
   ps->backends = rt.backends();
   ps->cuda = rt.cuda();
   ps->enable_etdump = etdump;
-  if (etdump) ps->etdump = std::make_shared<ETDumpRecorder>();
+  // Upstream: the debug buffer (intermediate outputs) exists only with enable_etdump; alone it is ignored.
+  if (etdump)
+    ps->etdump = std::make_shared<etdump::ETDumpRecorder>(check(etdump::DebugBuffer::allocate(debug_buffer_size)));
+  else if (debug_buffer_size > 0)
+    log(LogLevel::Info, cat("debug_buffer_size=", debug_buffer_size,
+                            " has no effect without enable_etdump=True (intermediate outputs go into the ETDump)"));
   {
     py::gil_scoped_release release;
     auto prog = Program::load(src, verification);

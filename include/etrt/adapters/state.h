@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "etrt/adapters/etdump_recorder.h"
 #include "etrt/adapters/result.h"
 #include "etrt/bundled/bundled_program.h"
+#include "etrt/devtools/etdump_recorder.h"
 #include "etrt/method/method.h"
 
 namespace etrt::python {
@@ -23,7 +23,7 @@ struct ProgramState {
   std::span<const BackendEntry> backends;  // device_runtime().backends(), fixed once a program is loaded
   const DeviceInterface* cuda = nullptr;  // device_runtime().cuda(): null in a build without CUDA
   bool enable_etdump = false;
-  std::shared_ptr<ETDumpRecorder> etdump;  // set when enable_etdump
+  std::shared_ptr<etdump::ETDumpRecorder> etdump;  // set when enable_etdump; owns the debug buffer, if any
 
   LoadOptions options() const { return LoadOptions{kernels, backends, data_map.get(), cuda}; }
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -23,11 +24,22 @@
 
 namespace etrt {
 
-/// Receives one event per executed instruction (for ETDump profiling).
+/// Receives one event per executed instruction (ETDump profiling) and, when it asks for them, the values
+/// instructions wrote (ETDump intermediate outputs). The hooks run on the executing thread, after the instruction.
 class InstructionObserver {
  public:
   virtual ~InstructionObserver() = default;
+  /// After instruction `index` ran; `name` is its operator ("aten::add.out"), delegate id or kind ("MoveCall").
   virtual void on_instruction(size_t index, std::string_view name, uint64_t start_ns, uint64_t end_ns) = 0;
+  /// Whether on_values and on_outputs are wanted; asked once per execute, so observers that only profile cost
+  /// nothing more.
+  virtual bool wants_values() const { return false; }
+  /// After kernel or delegate instruction `index` ran (before its on_instruction): the values it wrote
+  /// (Note [logged values]). Tensors may live on a device; `device` (null without one) reads them. The values are
+  /// valid only during the call.
+  virtual void on_values(size_t /*index*/, std::span<EValue* const> /*values*/, const DeviceInterface* /*device*/) {}
+  /// After an execution succeeded: the method's outputs, as on_values.
+  virtual void on_outputs(std::span<EValue* const> /*outputs*/, const DeviceInterface* /*device*/) {}
 };
 
 struct LoadOptions {
@@ -114,6 +126,7 @@ class Method {
   enum class Kind : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
   struct Instruction {
     Kind kind;
+    uint16_t log_first = 0, log_count = 0;  // args[log_first, +log_count): the values it writes (Note [logged values])
     KernelFn fn = nullptr;
     std::string_view op_name;
     std::vector<EValue*> args;
@@ -131,6 +144,7 @@ class Method {
   Result<InputBinding> bind_device_input(size_t index, Tensor& t, const TensorMeta& meta, const InputTensor& src,
                                          bool same_layout);
   Status load_instructions(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
+  static void set_logged_slots(Instruction& ins, uint64_t mutable_slots);
   Status load_delegates(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Status run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx);
   Status check_storage(size_t pc, const Instruction& ins) const;
@@ -457,6 +471,7 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
             if (static_cast<int>(args.size()) != op_entries[op]->num_slots)
               return fail(Error::InvalidProgram, at, ": ", op_names[op], " takes ", op_entries[op]->num_slots,
                           " argument slots (schema arguments + 1 return), the program passes ", args.size());
+            set_logged_slots(out, op_entries[op]->mutable_slots);
             // A kernel must never write into a constant (it may sit in read-only mapped memory).
             for (size_t j = 0; j < args.size() && j < 64; ++j) {
               if (!((op_entries[op]->mutable_slots >> j) & 1u)) continue;
@@ -483,6 +498,7 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
             return fail(Error::InvalidProgram, at, ": delegate index ", di, " out of range (", delegates_.size(), ")");
           out.kind = Kind::Delegate;
           out.a = static_cast<uint32_t>(di);
+          out.log_count = static_cast<uint16_t>(std::min<size_t>(args.size(), 0xFFFF));  // every argument
           out.op_name = delegates_[di].id;
           for (uint32_t j = 0; j < args.size(); ++j) {
             ETRT_TRY(EValue * v, value_index(args[j], at));
@@ -752,6 +768,27 @@ inline std::optional<Device> Method::device_tensor_in(const EValue& v) const {
   return std::nullopt;
 }
 
+// Note [logged values]: the values ETDump records as an instruction's intermediate outputs, the ones upstream's
+// generated kernel wrappers and Method log. A kernel logs its out arguments: the trailing run of written slots
+// before the return slot (`*, Tensor(a!) out` or `Tensor(a!) values, Tensor(b!) indices`). An in-place kernel
+// without out arguments (copy_) logs the run starting at its first written slot instead. A delegate call logs
+// every argument, inputs included, because a DelegateCall does not say which of its arguments are outputs.
+inline void Method::set_logged_slots(Instruction& ins, uint64_t mutable_slots) {
+  const size_t ret = ins.args.size() - 1;  // the return slot (the slot count was checked: at least 1)
+  size_t first = ret;
+  while (first > 0 && first - 1 < 64 && ((mutable_slots >> (first - 1)) & 1u)) --first;
+  if (first == ret && mutable_slots != 0) {
+    first = static_cast<size_t>(std::countr_zero(mutable_slots));
+    size_t end = first;
+    while (end < 64 && end < ret && ((mutable_slots >> end) & 1u)) ++end;
+    ins.log_first = static_cast<uint16_t>(first);
+    ins.log_count = static_cast<uint16_t>(end - first);
+    return;
+  }
+  ins.log_first = static_cast<uint16_t>(first);
+  ins.log_count = static_cast<uint16_t>(ret - first);
+}
+
 /// Every tensor a kernel touches needs storage: a program can leave an intermediate unplanned, or free it, and a
 /// kernel must then fail instead of dereferencing null.
 inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
@@ -838,6 +875,7 @@ inline Status Method::execute() {
   }
   KernelContext ctx;
   ctx.device = device_api_;
+  const bool log_values = observer_ && observer_->wants_values();
   size_t pc = 0, steps = 0;
   const size_t n = instructions_.size();
   while (pc < n) {
@@ -853,6 +891,9 @@ inline Status Method::execute() {
       const auto ns = [](auto t) {
         return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
       };
+      if (log_values && ins.log_count > 0)
+        observer_->on_values(at, std::span<EValue* const>(ins.args).subspan(ins.log_first, ins.log_count),
+                             device_api_);
       observer_->on_instruction(at, ins.op_name, ns(t0), ns(t1));
     } else {
       ETRT_CHECK_OK(run_instruction(pc, ins, ctx));
@@ -863,6 +904,7 @@ inline Status Method::execute() {
     if (outputs_[i]->is_tensor() && !outputs_[i]->tensor_unchecked().data() &&
         outputs_[i]->tensor_unchecked().nbytes() > 0)
       return fail(Error::InvalidProgram, where(), ": output ", i, " has no storage after execution");
+  if (log_values) observer_->on_outputs(outputs_, device_api_);
   executed_ = true;
   return {};
 }

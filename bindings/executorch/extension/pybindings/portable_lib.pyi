@@ -69,7 +69,10 @@ class ExecuTorchMethod:
         ...
     def execute(self) -> None:
         """Runs the method: one wait per device holding a non-empty CUDA input or output before, one per device
-        holding a CUDA input or output after. call() waits once before in all (set_inputs + execute)."""
+        holding a CUDA input or output after. call() waits once before in all (set_inputs + execute).
+        With a debug buffer that cannot hold this execution's intermediate outputs, raises RuntimeError ("ETDump
+        debug buffer overflow ... pass a larger debug_buffer_size (at least N)") after the execution completed;
+        nothing of it is recorded, its outputs are readable, and the method stays usable."""
         ...
     def get_outputs(self, clone_outputs: bool = True) -> List[Any]: ...
     def call(self, inputs: Any = [], clone_outputs: bool = True) -> List[Any]: ...
@@ -83,7 +86,14 @@ class ExecuTorchProgram:
     def load_method(self, method_name: str) -> ExecuTorchMethod: ...
     def method_meta(self, method_name: str) -> MethodMeta: ...
     def has_etdump(self) -> bool: ...
-    def write_etdump_result_to_file(self, path: str, debug_buffer_path: Optional[str] = None) -> None: ...
+    def write_etdump_result_to_file(self, path: str, debug_buffer_path: Optional[str] = None) -> None:
+        """Writes the ETDump (.etdp) of the loads and executions since the previous write, then starts over. With
+        `debug_buffer_path` (str or os.PathLike) and a debug buffer (debug_buffer_size > 0), also writes the whole
+        debug buffer there: all debug_buffer_size bytes, which the .etdp's tensor offsets index; the buffer is then
+        reused from offset 0. Without a debug buffer, `debug_buffer_path` is not written (a log line says so).
+        RuntimeError "No etdump found" without enable_etdump=True; "Failed to open file <p>: <reason>" and
+        "Failed to write ..." when a file cannot be written (the recording is kept when a file cannot be opened)."""
+        ...
 
 class ExecuTorchModule:
     def run_method(self, method_name: str, inputs: Any = [], clone_outputs: bool = True) -> List[Any]: ...
@@ -93,7 +103,14 @@ class ExecuTorchModule:
     def method_meta(self, method_name: str) -> MethodMeta: ...
     def method_names(self) -> List[str]: ...
     def has_etdump(self) -> bool: ...
-    def write_etdump_result_to_file(self, path: str, debug_buffer_path: Optional[str] = None) -> None: ...
+    def write_etdump_result_to_file(self, path: str, debug_buffer_path: Optional[str] = None) -> None:
+        """Writes the ETDump (.etdp) of the loads and executions since the previous write, then starts over. With
+        `debug_buffer_path` (str or os.PathLike) and a debug buffer (debug_buffer_size > 0), also writes the whole
+        debug buffer there: all debug_buffer_size bytes, which the .etdp's tensor offsets index; the buffer is then
+        reused from offset 0. Without a debug buffer, `debug_buffer_path` is not written (a log line says so).
+        RuntimeError "No etdump found" without enable_etdump=True; "Failed to open file <p>: <reason>" and
+        "Failed to write ..." when a file cannot be written (the recording is kept when a file cannot be opened)."""
+        ...
 
 class BundledModule:
     def verify_result_with_bundled_expected_output(self, method_name: str, testset_idx: int, rtol: float = 1e-5,
@@ -101,7 +118,18 @@ class BundledModule:
 
 def _load_for_executorch(path: str, data_path: Optional[str] = None, enable_etdump: bool = False,
                          debug_buffer_size: int = 0,
-                         program_verification: Verification = Verification.InternalConsistency) -> ExecuTorchModule: ...
+                         program_verification: Verification = Verification.InternalConsistency) -> ExecuTorchModule:
+    """Loads a program from a file; the Module loads its methods on first use.
+
+    ETDump (every loader): enable_etdump=True records profiling events for write_etdump_result_to_file. With
+    debug_buffer_size > 0 as well, it also records intermediate outputs into a debug buffer of that many bytes:
+    after each kernel its out arguments, after each delegate call all of its arguments, and after each successful
+    execution the program outputs (marked as outputs); tensors go to the buffer at 64-byte-aligned offsets,
+    scalars into the .etdp. The buffer holds the executions since the last write. When an execution does not
+    fit, the call that ran it raises RuntimeError naming the size given and the size needed ("pass a larger
+    debug_buffer_size"); nothing of that execution is recorded and the Module stays usable. (Upstream aborts the
+    process.) debug_buffer_size without enable_etdump has no effect (a log line says so)."""
+    ...
 def _load_for_executorch_from_buffer(buffer: bytes, data_map_buffer: Optional[bytes] = None,
                                      enable_etdump: bool = False, debug_buffer_size: int = 0,
                                      program_verification: Verification = Verification.InternalConsistency
@@ -112,7 +140,10 @@ def _load_for_executorch_from_bundled_program(ptr: BundledModule, data_map_buffe
 def _load_bundled_program_from_buffer(buffer: bytes, non_const_pool_size: int = ...) -> BundledModule: ...
 def _load_program(path: str, enable_etdump: bool = False, debug_buffer_size: int = 0,
                   program_verification: Verification = Verification.Minimal,
-                  data_path: Optional[str] = None) -> ExecuTorchProgram: ...
+                  data_path: Optional[str] = None) -> ExecuTorchProgram:
+    """Loads a program from a file, eagerly. enable_etdump and debug_buffer_size as for _load_for_executorch; the
+    Program's methods share its ETDump and debug buffer."""
+    ...
 def _load_program_from_buffer(buffer: bytes, enable_etdump: bool = False, debug_buffer_size: int = 0,
                               program_verification: Verification = Verification.Minimal,
                               data_path: Optional[str] = None) -> ExecuTorchProgram: ...
