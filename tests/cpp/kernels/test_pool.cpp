@@ -174,3 +174,120 @@ TEST_CASE("avg_pool2d and adaptive_avg_pool2d", "[pool]") {
   CHECK(slots_of("aten::avg_pool2d.out") == 9);
   CHECK(slots_of("aten::_adaptive_avg_pool2d.out") == 4);
 }
+
+// ---- max_pool2d_with_indices_backward ---------------------------------------------------------------------------
+
+TEST_CASE("max_pool2d backward: torch spot values (overlapping windows add up)", "[pool]") {
+  KernelContext ctx;
+  // x = torch.tensor([[[1., 5., 2., 0.], [3., 4., 5., 1.], [0., 2., 9., 9.]]]); k 2, s 1 -> indices
+  // [[[1, 1, 6], [5, 10, 10]]]; A.max_pool2d_with_indices_backward(g = [[[1, 2, 3], [4, 5, 6]]], x, [2, 2], [1, 1],
+  // [0, 0], [1, 1], False, i) -> [[[0, 3, 0, 0], [0, 4, 3, 0], [0, 0, 11, 0]]]
+  std::vector<float> x{1, 5, 2, 0, 3, 4, 5, 1, 0, 2, 9, 9};
+  std::vector<float> go{1, 2, 3, 4, 5, 6};
+  std::vector<int64_t> ix{1, 1, 6, 5, 10, 10};
+  std::vector<float> gi(12, -7.0f);
+  Tensor tgi = mk(gi, {1, 3, 4});
+  const int64_t k[] = {2, 2}, s[] = {1, 1}, p[] = {0, 0}, d[] = {1, 1};
+  REQUIRE(max_pool2d_with_indices_backward_out<float_types>(ctx, mk(go, {1, 2, 3}), mk(x, {1, 3, 4}), k, s, p, d, false,
+                                                            mk(ix, {1, 2, 3}), tgi));
+  CHECK(gi == std::vector<float>{0, 3, 0, 0, 0, 4, 3, 0, 0, 0, 11, 0});
+  CHECK(slots_of("aten::max_pool2d_with_indices_backward.grad_input") == 10);
+}
+
+TEST_CASE("max_pool2d backward: random, forward indices, NHWC grad_output and grad_input, padding, dilation",
+          "[pool]") {
+  KernelContext ctx;
+  std::mt19937 g(41);
+  std::uniform_real_distribution<double> dist(-3, 3);
+  const int64_t N = 2, C = 3, H = 7, W = 8;
+  std::vector<double> x(N * C * H * W);
+  for (auto& v : x) v = dist(g);
+  struct Cfg { int64_t k, s, p, d; bool ceil; };
+  for (Cfg cfg : {Cfg{3, 2, 1, 1, false}, Cfg{2, 1, 0, 1, false}, Cfg{3, 1, 1, 2, true}, Cfg{3, 3, 1, 1, true}}) {
+    const int64_t OH = pool_detail::out_size(H, cfg.k, cfg.p, cfg.s, cfg.d, cfg.ceil);
+    const int64_t OW = pool_detail::out_size(W, cfg.k, cfg.p, cfg.s, cfg.d, cfg.ceil);
+    std::vector<double> go(N * C * OH * OW);
+    for (auto& v : go) v = dist(g);
+    // Reference: each output's argmax (naive, first max wins) receives its gradient.
+    std::vector<double> want(x.size(), 0.0);
+    std::vector<int64_t> idx_logical(go.size());
+    for (int64_t n = 0; n < N; ++n) {
+      std::vector<double> ro;
+      std::vector<int64_t> ri;
+      ref_max([&](int64_t c, int64_t h, int64_t w) { return x[((n * C + c) * H + h) * W + w]; }, C, H, W, cfg.k, cfg.s,
+              cfg.p, cfg.d, OH, OW, ro, ri);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t o = 0; o < OH * OW; ++o) {
+          const int64_t at = (n * C + c) * OH * OW + o;
+          idx_logical[at] = ri[c * OH * OW + o];
+          want[(n * C + c) * H * W + ri[c * OH * OW + o]] += go[at];
+        }
+    }
+    for (bool nhwc : {false, true}) {
+      // grad_output and indices in the chosen layout; grad_input in the same layout.
+      std::vector<double> go_s(go.size());
+      std::vector<int64_t> ix_s(go.size());
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t o = 0; o < OH * OW; ++o) {
+            const int64_t l = (n * C + c) * OH * OW + o;
+            const int64_t st = nhwc ? (n * OH * OW + o) * C + c : l;
+            go_s[st] = go[l];
+            ix_s[st] = idx_logical[l];
+          }
+      const std::vector<uint8_t> order = nhwc ? std::vector<uint8_t>{0, 2, 3, 1} : std::vector<uint8_t>{};
+      std::vector<double> gi(x.size(), 99.0);
+      Tensor tgi = mk(ScalarType::Double, {N, C, H, W}, gi.data(), order);
+      const int64_t k[] = {cfg.k}, s[] = {cfg.s}, p[] = {cfg.p}, d[] = {cfg.d};
+      REQUIRE(max_pool2d_with_indices_backward_out<float_types>(
+          ctx, mk(ScalarType::Double, {N, C, OH, OW}, go_s.data(), order),
+          mk(ScalarType::Double, {N, C, H, W}, x.data()), k, s, p, d, cfg.ceil,
+          mk(ScalarType::Long, {N, C, OH, OW}, ix_s.data(), order), tgi));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t hw = 0; hw < H * W; ++hw) {
+            const int64_t st = nhwc ? (n * H * W + hw) * C + c : (n * C + c) * H * W + hw;
+            CHECK(gi[st] == Approx(want[(n * C + c) * H * W + hw]).margin(1e-12));
+          }
+    }
+  }
+}
+
+TEST_CASE("max_pool2d backward: errors", "[pool]") {
+  KernelContext ctx;
+  std::vector<float> x(12), go(6), gi(12);
+  std::vector<int64_t> ix{1, 1, 6, 5, 10, 10};
+  Tensor tx = mk(x, {1, 3, 4}), tgo = mk(go, {1, 2, 3}), tgi = mk(gi, {1, 3, 4}), tix = mk(ix, {1, 2, 3});
+  const int64_t k[] = {2, 2}, s[] = {1, 1}, p[] = {0, 0}, d[] = {1, 1};
+  // An index outside the 3x4 plane (torch reads out of bounds here).
+  std::vector<int64_t> bad{1, 1, 60, 5, 10, 10};
+  auto st = max_pool2d_with_indices_backward_out<float_types>(ctx, tgo, tx, k, s, p, d, false, mk(bad, {1, 2, 3}), tgi);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("index 60") && Catch::Contains("outside the 3x4 input plane"));
+  // grad_output of the wrong pooled shape.
+  std::vector<float> go2(3);
+  st = max_pool2d_with_indices_backward_out<float_types>(ctx, mk(go2, {1, 1, 3}), tx, k, s, p, d, false, tix, tgi);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("grad_output shape [1, 1, 3] does not match the pooled shape [1, 2, 3]"));
+  // Int indices (torch: "expected scalar type Long but found Int").
+  std::vector<int32_t> ix32(6);
+  st = max_pool2d_with_indices_backward_out<float_types>(ctx, tgo, tx, k, s, p, d, false, mk(ix32, {1, 2, 3}), tgi);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("indices must be Long, got Int"));
+  // Mixed dtypes (torch: "expected dtype float for `gradOutput` but got dtype double").
+  std::vector<double> god(6);
+  st = max_pool2d_with_indices_backward_out<float_types>(ctx, mk(god, {1, 2, 3}), tx, k, s, p, d, false, tix, tgi);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("grad_output dtype Double must equal the input dtype Float"));
+  // Integer gradients (torch: "max_pool2d_backward" not implemented for 'Long').
+  std::vector<int64_t> xl(12), gol(6), gil(12);
+  Tensor tgil = mk(gil, {1, 3, 4});
+  st = max_pool2d_with_indices_backward_out<float_types>(ctx, mk(gol, {1, 2, 3}), mk(xl, {1, 3, 4}), k, s, p, d, false,
+                                                         tix, tgil);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("unsupported dtype Long"));
+  // A 2-D input.
+  st = max_pool2d_with_indices_backward_out<float_types>(ctx, tgo, mk(x, {3, 4}), k, s, p, d, false, tix, tgi);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("3-D or 4-D"));
+}

@@ -345,6 +345,100 @@ TEST_CASE("var and var_mean", "[kernels][reduce]") {
   REQUIRE(!st);
 }
 
+TEST_CASE("var.out: random [3, 4, 5] channels-last input, every dim subset, both corrections", "[kernels][reduce]") {
+  KernelContext ctx;
+  std::mt19937 g(23);
+  std::normal_distribution<double> nd(1.5, 3.0);
+  const int64_t A = 3, B = 4, C = 5;
+  std::vector<double> logical(A * B * C);
+  for (auto& v : logical) v = nd(g);
+  // Stored with dim order {0, 2, 1}: logical (a, b, c) lives at (a * C + c) * B + b.
+  std::vector<double> stored(logical.size());
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c) stored[(a * C + c) * B + b] = logical[(a * B + b) * C + c];
+  Tensor x = mk(stored, {A, B, C}, ScalarType::Double, {0, 2, 1});
+  const int64_t sizes[3] = {A, B, C};
+  for (int mask = 1; mask < 8; ++mask)
+    for (bool unbiased : {true, false}) {
+      Dims d;
+      for (int k = 0; k < 3; ++k)
+        if (mask & (1 << k)) d.push_back(k == 1 ? -2 : k);  // one negative dim
+      int64_t osz[3];
+      int orank = 0;
+      for (int k = 0; k < 3; ++k) osz[orank++] = (mask & (1 << k)) ? 1 : sizes[k];
+      std::vector<double> o(static_cast<size_t>(osz[0] * osz[1] * osz[2]));
+      Tensor to = mk(o, {osz[0], osz[1], osz[2]});
+      REQUIRE(var_out<float_types>(ctx, x, dims(d), unbiased, /*keepdim=*/true, to));
+      // Naive reference: for each output cell, collect the reduced elements.
+      for (int64_t i = 0; i < osz[0]; ++i)
+        for (int64_t j = 0; j < osz[1]; ++j)
+          for (int64_t k = 0; k < osz[2]; ++k) {
+            std::vector<double> vals;
+            for (int64_t a = 0; a < A; ++a)
+              for (int64_t b = 0; b < B; ++b)
+                for (int64_t c = 0; c < C; ++c) {
+                  if (!(mask & 1) && a != i) continue;
+                  if (!(mask & 2) && b != j) continue;
+                  if (!(mask & 4) && c != k) continue;
+                  vals.push_back(logical[(a * B + b) * C + c]);
+                }
+            double mean = 0;
+            for (double v : vals) mean += v;
+            mean /= static_cast<double>(vals.size());
+            double ss = 0;
+            for (double v : vals) ss += (v - mean) * (v - mean);
+            const double want = ss / (static_cast<double>(vals.size()) - (unbiased ? 1 : 0));
+            CHECK(o[(i * osz[1] + j) * osz[2] + k] == Approx(want).epsilon(1e-12));
+          }
+    }
+}
+
+TEST_CASE("var.out: torch spot values, NaN, degenerate counts, errors", "[kernels][reduce]") {
+  KernelContext ctx;
+  // A.var.out(torch.tensor([[1., 2., 4.], [3., 7., 5.]]), [0], False, True) -> [[1.0, 6.25, 0.25]]
+  // ... [-1], True -> [2.3333332538604736, 4.0]; None, True -> 4.666666507720947; None, False -> 3.8888888359069824
+  std::vector<float> x{1, 2, 4, 3, 7, 5};
+  std::vector<float> o3(3), o2(2), o0(1);
+  Tensor to3 = mk(o3, {1, 3}), to2 = mk(o2, {2}), to0 = mk(o0, {});
+  const Dims d0{0}, dm1{-1};
+  REQUIRE(var_out<float_types>(ctx, mk(x, {2, 3}), dims(d0), false, true, to3));
+  CHECK(o3 == std::vector<float>{1.0f, 6.25f, 0.25f});
+  REQUIRE(var_out<float_types>(ctx, mk(x, {2, 3}), dims(dm1), true, false, to2));
+  CHECK(o2[0] == Approx(2.3333332538604736).epsilon(1e-7));
+  CHECK(o2[1] == 4.0f);
+  REQUIRE(var_out<float_types>(ctx, mk(x, {2, 3}), std::nullopt, true, false, to0));
+  CHECK(o0[0] == Approx(4.666666507720947).epsilon(1e-7));
+  const Dims none{};  // an empty dim list reduces everything, as torch's var.out does
+  REQUIRE(var_out<float_types>(ctx, mk(x, {2, 3}), dims(none), false, false, to0));
+  CHECK(o0[0] == Approx(3.8888888359069824).epsilon(1e-7));
+  // A.var.out(torch.tensor([[1., 2., 4.], [3., nan, 5.]]), [1], True, False) -> [2.3333332538604736, nan]
+  std::vector<float> xn{1, 2, 4, 3, std::numeric_limits<float>::quiet_NaN(), 5};
+  const Dims d1{1};
+  REQUIRE(var_out<float_types>(ctx, mk(xn, {2, 3}), dims(d1), true, false, to2));
+  CHECK(o2[0] == Approx(2.3333332538604736).epsilon(1e-7));
+  CHECK(std::isnan(o2[1]));
+  // torch.var(torch.tensor([2.])) -> nan (no degrees of freedom); unbiased=False -> 0
+  std::vector<float> one{2};
+  REQUIRE(var_out<float_types>(ctx, mk(one, {1}), std::nullopt, true, false, to0));
+  CHECK(std::isnan(o0[0]));
+  REQUIRE(var_out<float_types>(ctx, mk(one, {1}), std::nullopt, false, false, to0));
+  CHECK(o0[0] == 0.0f);
+  // torch: "std and var only support floating point and complex dtypes"
+  std::vector<int64_t> xi{1, 2};
+  auto st = var_out<float_types>(ctx, mk(xi, {2}), std::nullopt, true, false, to0);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("var.out: std and var only support floating point inputs, got Long"));
+  const Dims bad{2};
+  st = var_out<float_types>(ctx, mk(x, {2, 3}), dims(bad), true, false, to2);
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("out of range"));
+  st = var_out<float_types>(ctx, mk(x, {2, 3}), dims(d1), true, false, to3);  // out shape [1, 3] != [2]
+  REQUIRE_FALSE(st);
+  CHECK_THAT(st.error().what, Catch::Contains("var.out: output"));
+  CHECK(slots_of("aten::var.out") == 6);
+}
+
 TEST_CASE("cumsum", "[kernels][reduce]") {
   KernelContext ctx;
   std::vector<int32_t> x{1, 2, 3, 4, 5, 6};  // [2, 3]

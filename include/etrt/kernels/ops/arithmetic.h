@@ -1,8 +1,9 @@
-// add, sub, mul, div, rsub and their Scalar forms.
+// add, sub, mul, div (true, trunc and floor rounding), rsub and their Scalar forms.
 #pragma once
 
 #include <cmath>
 
+#include "etrt/kernels/ops/unary.h"  // FloorDivFn, int_checked_binary: floor division as floor_divide does it
 #include "etrt/kernels/util/elementwise.h"
 
 namespace etrt::kernels {
@@ -48,29 +49,80 @@ Status div_out(KernelContext& ctx, const Tensor& self, const Tensor& other, Tens
   return binary_arith<Dtypes>("div.out", ctx, self, other, out, [](auto x, auto y) { return x / y; });
 }
 
+namespace detail {
+/// Division rounded toward zero. Integer division by zero sets `dz` (the caller reports it); x / -1 wraps like
+/// torch's two's-complement result instead of trapping on the most negative value.
+struct TruncDivFn {
+  template <class C>
+  C operator()(C x, C y, bool& dz) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (y == 0) {
+        dz = true;
+        return 0;
+      }
+      if constexpr (std::is_signed_v<C>) {
+        if (y == -1) return static_cast<C>(-static_cast<std::make_unsigned_t<C>>(x));
+      }
+      return static_cast<C>(x / y);
+    } else {
+      return std::trunc(x / y);
+    }
+  }
+};
+
+inline Status check_rounding_mode(std::string_view op, std::optional<std::string_view> mode) {
+  if (mode && *mode != "trunc" && *mode != "floor")
+    return fail(Error::InvalidArgument, op, ": rounding_mode must be one of None, 'trunc' or 'floor', got '", *mode,
+                "'");
+  return {};
+}
+}  // namespace detail
+
+/// div with a rounding mode. Floor rounding is torch's div_floor (the same as floor_divide): floor(x / y) computed
+/// from fmod, so 1.0 // 0.1 is 9 as in torch, not floor(10.0). Integer division by zero is an error, as torch raises
+/// ZeroDivisionError.
 template <class Dtypes>
 Status div_out_mode(KernelContext& ctx, const Tensor& self, const Tensor& other, std::optional<std::string_view> mode,
                     Tensor& out) {
+  constexpr std::string_view op = "div.out_mode";
+  ETRT_CHECK_OK(detail::check_rounding_mode(op, mode));
   if (!mode) return div_out<Dtypes>(ctx, self, other, out);
-  if (*mode == "trunc")
-    return binary_arith<Dtypes>("div.out_mode", ctx, self, other, out, [](auto x, auto y) {
-      using C = decltype(x);
-      if constexpr (std::is_floating_point_v<C>) return std::trunc(x / y);
-      else return y == 0 ? C{0} : static_cast<C>(x / y);
-    });
-  if (*mode == "floor")
-    return binary_arith<Dtypes>("div.out_mode", ctx, self, other, out, [](auto x, auto y) {
-      using C = decltype(x);
-      if constexpr (std::is_floating_point_v<C>) {
-        return std::floor(x / y);
-      } else {
-        if (y == 0) return C{0};
-        C q = static_cast<C>(x / y);
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-        return q;
-      }
-    });
-  return fail(Error::InvalidArgument, "div.out_mode: unknown rounding_mode '", *mode, "'");
+  if (*mode == "trunc") return detail::int_checked_binary<Dtypes>(op, ctx, self, other, out, detail::TruncDivFn{});
+  return detail::int_checked_binary<Dtypes>(op, ctx, self, other, out, detail::FloorDivFn{});
+}
+
+/// div.Scalar_mode_out: the tensor divided by a Scalar with a rounding mode. The scalar stays in the compute type
+/// (float for Half/BFloat16 outputs) instead of being rounded to the output dtype first, as torch's CPU kernels use
+/// the wrapped number's original value.
+template <class Dtypes>
+Status div_scalar_mode_out(KernelContext& ctx, const Tensor& self, const Scalar& other,
+                           std::optional<std::string_view> mode, Tensor& out) {
+  constexpr std::string_view op = "div.Scalar_mode_out";
+  ETRT_CHECK_OK(detail::check_rounding_mode(op, mode));
+  ScalarType common = result_type_with_scalar(self.dtype(), other.is_floating(), other.is_bool());
+  if (!mode && !is_floating(common)) common = ScalarType::Float;  // true division of integers
+  if (is_floating(common) && !is_floating(out.dtype()))
+    return fail(Error::InvalidArgument, op, ": result type ", name(common), " can't be cast to the output dtype ",
+                name(out.dtype()));
+  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    using C = compute_t<T>;
+    const C y = scalar_as<C>(other);
+    if constexpr (std::is_integral_v<C>) {
+      // An integral output means a rounding mode was given (true division was refused above).
+      if (y == 0) return fail(Error::InvalidArgument, op, ": integer division by zero");
+      bool dz = false;
+      if (*mode == "trunc")
+        return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::TruncDivFn{}(x, y, dz); }, self);
+      return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::FloorDivFn{}(x, y, dz); }, self);
+    } else {
+      bool dz = false;  // floating division by zero gives inf/NaN, never an error
+      if (!mode) return map_elementwise<C, C>(op, out, [y](C x) { return x / y; }, self);
+      if (*mode == "trunc")
+        return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::TruncDivFn{}(x, y, dz); }, self);
+      return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::FloorDivFn{}(x, y, dz); }, self);
+    }
+  });
 }
 
 /// Scalar forms: the scalar is materialised as a rank-0 tensor of the output dtype (torch's wrapped number rule

@@ -1,4 +1,5 @@
-// native_layer_norm, _native_batch_norm_legit_no_training, _native_batch_norm_legit.no_stats, native_group_norm.
+// native_layer_norm, _native_batch_norm_legit (training with running-stat updates, or eval), its no_training and
+// no_stats forms, native_group_norm.
 //
 // Statistics accumulate in double (two passes: mean, then squared deviations); the normalisation itself runs in the
 // compute type. Batch norm walks any layout (the channel index rides along as a third strided operand); layer and
@@ -139,23 +140,23 @@ inline Status check_batch_norm_input(std::string_view op, const Tensor& input, c
 }
 }  // namespace detail
 
+namespace detail {
+/// Eval-mode batch norm: normalise with the running statistics; the two statistics outputs become empty.
 template <class Dtypes>
-Status native_batch_norm_legit_no_training_out(KernelContext& ctx, const Tensor& input, const Tensor* weight,
-                                               const Tensor* bias, const Tensor& running_mean,
-                                               const Tensor& running_var, double /*momentum*/, double eps, Tensor& out,
-                                               Tensor& out1, Tensor& out2) {
-  constexpr std::string_view op = "_native_batch_norm_legit_no_training.out";
-  ETRT_CHECK_OK(detail::check_batch_norm_input(op, input, out));
+Status batch_norm_eval(std::string_view op, KernelContext& ctx, const Tensor& input, const Tensor* weight,
+                       const Tensor* bias, const Tensor& running_mean, const Tensor& running_var, double eps,
+                       Tensor& out, Tensor& out1, Tensor& out2) {
+  ETRT_CHECK_OK(check_batch_norm_input(op, input, out));
   const int64_t C_ = input.size(1);
   ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
-  ETRT_CHECK_OK(detail::resize_empty(op, ctx, out1));
-  ETRT_CHECK_OK(detail::resize_empty(op, ctx, out2));
+  ETRT_CHECK_OK(resize_empty(op, ctx, out1));
+  ETRT_CHECK_OK(resize_empty(op, ctx, out2));
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     using C = compute_t<T>;
-    ETRT_TRY(std::vector<C> w, detail::param_vector<C>(op, "weight", weight, C_, 1.0));
-    ETRT_TRY(std::vector<C> b, detail::param_vector<C>(op, "bias", bias, C_, 0.0));
-    ETRT_TRY(std::vector<double> rm, detail::param_vector<double>(op, "running_mean", &running_mean, C_, 0.0));
-    ETRT_TRY(std::vector<double> rv, detail::param_vector<double>(op, "running_var", &running_var, C_, 1.0));
+    ETRT_TRY(std::vector<C> w, param_vector<C>(op, "weight", weight, C_, 1.0));
+    ETRT_TRY(std::vector<C> b, param_vector<C>(op, "bias", bias, C_, 0.0));
+    ETRT_TRY(std::vector<double> rm, param_vector<double>(op, "running_mean", &running_mean, C_, 0.0));
+    ETRT_TRY(std::vector<double> rv, param_vector<double>(op, "running_var", &running_var, C_, 1.0));
     std::vector<C> scale(static_cast<size_t>(C_)), shift(static_cast<size_t>(C_));
     for (int64_t c = 0; c < C_; ++c) {
       const double s = static_cast<double>(w[c]) / std::sqrt(rv[c] + eps);
@@ -164,9 +165,129 @@ Status native_batch_norm_legit_no_training_out(KernelContext& ctx, const Tensor&
     }
     if (input.numel() == 0) return {};
     ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, input));
-    detail::apply_channel_affine<T>(in, input, out, scale, shift);
+    apply_channel_affine<T>(in, input, out, scale, shift);
     return {};
   });
+}
+
+/// Per-channel batch statistics over every dim but 1, in double: the mean and the sum of squared deviations.
+struct ChannelStats {
+  std::vector<double> mean, sq_dev;
+  int64_t per = 0;  // elements per channel
+};
+
+template <class T>
+ChannelStats channel_stats(const InputAs<T>& in, const Tensor& input) {
+  using C = compute_t<T>;
+  const int64_t C_ = input.size(1);
+  ChannelStats st;
+  st.per = C_ == 0 ? 0 : input.numel() / C_;
+  st.mean.assign(static_cast<size_t>(C_), 0.0);
+  st.sq_dev.assign(static_cast<size_t>(C_), 0.0);
+  std::array<int64_t, kMaxDims> cs{};
+  cs[1] = 1;
+  const std::array<std::array<int64_t, kMaxDims>, 2> strides{in.strides, cs};
+  const Shape shape = shape_of(input.sizes());
+  for_each_offset<2>(shape, strides, [&](const std::array<int64_t, 2>& off) {
+    st.mean[off[1]] += static_cast<double>(static_cast<C>(in.data[off[0]]));
+  });
+  for (int64_t c = 0; c < C_; ++c) st.mean[c] = st.per ? st.mean[c] / static_cast<double>(st.per) : 0.0;
+  for_each_offset<2>(shape, strides, [&](const std::array<int64_t, 2>& off) {
+    const double d = static_cast<double>(static_cast<C>(in.data[off[0]])) - st.mean[off[1]];
+    st.sq_dev[off[1]] += d * d;
+  });
+  return st;
+}
+
+/// Training-mode batch norm: normalise with the batch statistics (biased variance) and write them to save_mean /
+/// save_invstd.
+template <class Dtypes>
+Status batch_norm_train(std::string_view op, KernelContext& ctx, const Tensor& input, const Tensor* weight,
+                        const Tensor* bias, double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd,
+                        ChannelStats& stats) {
+  const int64_t C_ = input.size(1);
+  const int64_t stat_size[1] = {C_};
+  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
+  ETRT_CHECK_OK(ctx.resize(op, save_mean, stat_size));
+  ETRT_CHECK_OK(ctx.resize(op, save_invstd, stat_size));
+  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    using C = compute_t<T>;
+    const StoreFn<double> store_mean = storer_for<double>(save_mean.dtype());
+    const StoreFn<double> store_invstd = storer_for<double>(save_invstd.dtype());
+    if (!store_mean || !store_invstd) return fail(Error::InvalidArgument, op, ": unsupported statistics dtype");
+    ETRT_TRY(std::vector<C> w, param_vector<C>(op, "weight", weight, C_, 1.0));
+    ETRT_TRY(std::vector<C> b, param_vector<C>(op, "bias", bias, C_, 0.0));
+    ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, input));
+    stats = channel_stats<T>(in, input);
+    const double per = static_cast<double>(stats.per);
+    std::vector<C> scale(static_cast<size_t>(C_)), shift(static_cast<size_t>(C_));
+    for (int64_t c = 0; c < C_; ++c) {
+      const double invstd = 1.0 / std::sqrt((stats.per ? stats.sq_dev[c] / per : 0.0) + eps);
+      store_mean(save_mean.data(), c * save_mean.stride(0), stats.mean[c]);
+      store_invstd(save_invstd.data(), c * save_invstd.stride(0), invstd);
+      const double s = static_cast<double>(w[c]) * invstd;
+      scale[c] = static_cast<C>(s);
+      shift[c] = static_cast<C>(static_cast<double>(b[c]) - stats.mean[c] * s);
+    }
+    apply_channel_affine<T>(in, input, out, scale, shift);
+    return {};
+  });
+}
+
+/// A running statistic updated in place: a floating 1-D tensor of C elements.
+inline Status check_running_stat(std::string_view op, std::string_view what, const Tensor& t, int64_t channels) {
+  if (t.dim() != 1 || t.size(0) != channels)
+    return fail(Error::InvalidArgument, op, ": ", what, " must have shape [", channels,
+                "] (the input's channels), got ", shape_str(t.sizes()));
+  if (!is_floating(t.dtype()))
+    return fail(Error::InvalidArgument, op, ": ", what, " must be floating, got ", name(t.dtype()));
+  return {};
+}
+}  // namespace detail
+
+template <class Dtypes>
+Status native_batch_norm_legit_no_training_out(KernelContext& ctx, const Tensor& input, const Tensor* weight,
+                                               const Tensor* bias, const Tensor& running_mean,
+                                               const Tensor& running_var, double /*momentum*/, double eps, Tensor& out,
+                                               Tensor& out1, Tensor& out2) {
+  return detail::batch_norm_eval<Dtypes>("_native_batch_norm_legit_no_training.out", ctx, input, weight, bias,
+                                         running_mean, running_var, eps, out, out1, out2);
+}
+
+/// _native_batch_norm_legit.out. Training: normalise with the batch statistics, return them (mean and
+/// 1/sqrt(biased var + eps)), and move the running statistics toward them in place: running = (1 - momentum) *
+/// running + momentum * batch, with the unbiased (n - 1) variance, as torch does (one element per channel makes
+/// that variance NaN, as in torch). Eval: normalise with the running statistics; the statistics outputs are empty.
+template <class Dtypes>
+Status native_batch_norm_legit_out(KernelContext& ctx, const Tensor& input, const Tensor* weight, const Tensor* bias,
+                                   Tensor& running_mean, Tensor& running_var, bool training, double momentum,
+                                   double eps, Tensor& out, Tensor& save_mean, Tensor& save_invstd) {
+  constexpr std::string_view op = "_native_batch_norm_legit.out";
+  ETRT_CHECK_OK(detail::check_batch_norm_input(op, input, out));
+  const int64_t C_ = input.size(1);
+  ETRT_CHECK_OK(detail::check_running_stat(op, "running_mean", running_mean, C_));
+  ETRT_CHECK_OK(detail::check_running_stat(op, "running_var", running_var, C_));
+  if (!training)
+    return detail::batch_norm_eval<Dtypes>(op, ctx, input, weight, bias, running_mean, running_var, eps, out,
+                                           save_mean, save_invstd);
+  if (input.numel() == 0)
+    return fail(Error::InvalidArgument, op, ": input tensor must have at least one element, got shape ",
+                shape_str(input.sizes()));
+  detail::ChannelStats stats;
+  ETRT_CHECK_OK(detail::batch_norm_train<Dtypes>(op, ctx, input, weight, bias, eps, out, save_mean, save_invstd,
+                                                 stats));
+  const LoadFn<double> load_m = loader_for<double>(running_mean.dtype());
+  const LoadFn<double> load_v = loader_for<double>(running_var.dtype());
+  const StoreFn<double> store_m = storer_for<double>(running_mean.dtype());
+  const StoreFn<double> store_v = storer_for<double>(running_var.dtype());
+  const double per = static_cast<double>(stats.per);
+  for (int64_t c = 0; c < C_; ++c) {
+    const int64_t om = c * running_mean.stride(0), ov = c * running_var.stride(0);
+    const double unbiased = stats.sq_dev[c] / (per - 1.0);
+    store_m(running_mean.data(), om, momentum * stats.mean[c] + (1.0 - momentum) * load_m(running_mean.data(), om));
+    store_v(running_var.data(), ov, momentum * unbiased + (1.0 - momentum) * load_v(running_var.data(), ov));
+  }
+  return {};
 }
 
 /// _native_batch_norm_legit.no_stats_out: normalises with the batch statistics (training mode, no running stats).
@@ -178,45 +299,8 @@ Status native_batch_norm_legit_no_stats_out(KernelContext& ctx, const Tensor& in
   ETRT_CHECK_OK(detail::check_batch_norm_input(op, input, out));
   if (!training)
     return fail(Error::InvalidArgument, op, ": training=False needs running statistics, which this overload lacks");
-  const int64_t C_ = input.size(1);
-  const int64_t stat_size[1] = {C_};
-  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
-  ETRT_CHECK_OK(ctx.resize(op, save_mean, stat_size));
-  ETRT_CHECK_OK(ctx.resize(op, save_invstd, stat_size));
-  return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
-    using C = compute_t<T>;
-    const StoreFn<double> store_mean = storer_for<double>(save_mean.dtype());
-    const StoreFn<double> store_invstd = storer_for<double>(save_invstd.dtype());
-    if (!store_mean || !store_invstd) return fail(Error::InvalidArgument, op, ": unsupported statistics dtype");
-    ETRT_TRY(std::vector<C> w, detail::param_vector<C>(op, "weight", weight, C_, 1.0));
-    ETRT_TRY(std::vector<C> b, detail::param_vector<C>(op, "bias", bias, C_, 0.0));
-    ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, input));
-    const int64_t per = C_ == 0 ? 0 : input.numel() / C_;
-    std::vector<double> sum(static_cast<size_t>(C_)), ss(static_cast<size_t>(C_));
-    std::array<int64_t, kMaxDims> cs{};
-    cs[1] = 1;
-    const std::array<std::array<int64_t, kMaxDims>, 2> st{in.strides, cs};
-    const Shape shape = shape_of(input.sizes());
-    for_each_offset<2>(shape, st, [&](const std::array<int64_t, 2>& off) {
-      sum[off[1]] += static_cast<double>(static_cast<C>(in.data[off[0]]));
-    });
-    for (int64_t c = 0; c < C_; ++c) sum[c] = per ? sum[c] / static_cast<double>(per) : 0.0;
-    for_each_offset<2>(shape, st, [&](const std::array<int64_t, 2>& off) {
-      const double d = static_cast<double>(static_cast<C>(in.data[off[0]])) - sum[off[1]];
-      ss[off[1]] += d * d;
-    });
-    std::vector<C> scale(static_cast<size_t>(C_)), shift(static_cast<size_t>(C_));
-    for (int64_t c = 0; c < C_; ++c) {
-      const double invstd = 1.0 / std::sqrt((per ? ss[c] / static_cast<double>(per) : 0.0) + eps);
-      store_mean(save_mean.data(), c * save_mean.stride(0), sum[c]);
-      store_invstd(save_invstd.data(), c * save_invstd.stride(0), invstd);
-      const double s = static_cast<double>(w[c]) * invstd;
-      scale[c] = static_cast<C>(s);
-      shift[c] = static_cast<C>(static_cast<double>(b[c]) - sum[c] * s);
-    }
-    detail::apply_channel_affine<T>(in, input, out, scale, shift);
-    return {};
-  });
+  detail::ChannelStats stats;
+  return detail::batch_norm_train<Dtypes>(op, ctx, input, weight, bias, eps, out, save_mean, save_invstd, stats);
 }
 
 template <class Dtypes>

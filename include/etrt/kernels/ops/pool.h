@@ -1,4 +1,4 @@
-// 2-D pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d, upsample_nearest2d / bilinear2d.
+// 2-D pooling: max_pool2d_with_indices (and its backward), avg_pool2d, _adaptive_avg_pool2d.
 //
 // Note [pool planes]: inputs are [C, H, W] or [N, C, H, W] in any dim order; every (n, c) plane is pooled
 // independently with the plane's H and W strides, so NCHW and NHWC inputs both work. Per output column the valid
@@ -241,6 +241,69 @@ Status max_pool2d_with_indices_out(KernelContext& ctx, const Tensor& self, std::
         }
         pool_detail::max_plane<T>(ip, is[2], is[3], op_, os[2], os[3], xp, xs[2], xs[3], g.W, p, g.OH, g.OW, h0, h1,
                                   w0, w1);
+      }
+    return Status{};
+  });
+}
+
+/// max_pool2d_with_indices_backward.grad_input: scatters each grad_output element onto the input position its
+/// index names (indices are h * W + w within the plane, as the forward writes them); positions hit by several
+/// windows receive the sum, in row-major output order as torch adds them. An index outside the plane is an error.
+template <class Dtypes>
+Status max_pool2d_with_indices_backward_out(KernelContext& ctx, const Tensor& grad_output, const Tensor& self,
+                                            std::span<const int64_t> kernel_size, std::span<const int64_t> stride,
+                                            std::span<const int64_t> padding, std::span<const int64_t> dilation,
+                                            bool ceil_mode, const Tensor& indices, Tensor& grad_input) {
+  constexpr std::string_view op = "max_pool2d_with_indices_backward.grad_input";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, grad_input));
+  if (grad_output.dtype() != self.dtype())
+    return fail(Error::InvalidArgument, op, ": grad_output dtype ", name(grad_output.dtype()),
+                " must equal the input dtype ", name(self.dtype()));
+  if (indices.dtype() != ScalarType::Long)
+    return fail(Error::InvalidArgument, op, ": indices must be Long, got ", name(indices.dtype()));
+  ETRT_TRY(auto k, pool_detail::pair_arg(op, "kernel_size", kernel_size, std::nullopt, std::nullopt));
+  ETRT_TRY(auto s, pool_detail::pair_arg(op, "stride", stride, k.first, k.second));
+  ETRT_TRY(auto pd, pool_detail::pair_arg(op, "padding", padding, std::nullopt, std::nullopt));
+  ETRT_TRY(auto dl, pool_detail::pair_arg(op, "dilation", dilation, std::nullopt, std::nullopt));
+  const pool_detail::Params p{k.first, k.second, s.first, s.second, pd.first, pd.second, dl.first, dl.second};
+  ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
+  std::array<int64_t, 4> buf;
+  int rank;
+  pool_detail::out_shape(g, buf, rank);
+  const std::span<const int64_t> pooled(buf.data(), static_cast<size_t>(rank));
+  if (!std::ranges::equal(grad_output.sizes(), pooled))
+    return fail(Error::InvalidArgument, op, ": grad_output shape ", shape_str(grad_output.sizes()),
+                " does not match the pooled shape ", shape_str(pooled), " of input ", self.describe());
+  if (!std::ranges::equal(indices.sizes(), pooled))
+    return fail(Error::InvalidArgument, op, ": indices shape ", shape_str(indices.sizes()),
+                " does not match the pooled shape ", shape_str(pooled));
+  ETRT_CHECK_OK(ctx.resize(op, grad_input, self.sizes()));
+  if (grad_input.numel() == 0) return {};
+  const auto gos = pool_detail::strides4(grad_output), xs = pool_detail::strides4(indices),
+             gis = pool_detail::strides4(grad_input);
+  const int64_t plane = g.H * g.W;
+  return visit(grad_input.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
+    using C = compute_t<T>;
+    const T* go = grad_output.data_as<T>();
+    const int64_t* ix = indices.data_as<int64_t>();
+    T* gi = grad_input.data_as<T>();
+    std::vector<C> acc(static_cast<size_t>(plane));
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.C; ++c) {
+        std::fill(acc.begin(), acc.end(), C(0));
+        const T* gp = go + n * gos[0] + c * gos[1];
+        const int64_t* xp = ix + n * xs[0] + c * xs[1];
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            const int64_t at = xp[oh * xs[2] + ow * xs[3]];
+            if (at < 0 || at >= plane)
+              return fail(Error::InvalidArgument, op, ": index ", at, " at output position (", n, ", ", c, ", ", oh,
+                          ", ", ow, ") is outside the ", g.H, "x", g.W, " input plane");
+            acc[static_cast<size_t>(at)] += static_cast<C>(gp[oh * gos[2] + ow * gos[3]]);
+          }
+        T* dst = gi + n * gis[0] + c * gis[1];
+        for (int64_t h = 0; h < g.H; ++h)
+          for (int64_t w = 0; w < g.W; ++w) dst[h * gis[2] + w * gis[3]] = static_cast<T>(acc[h * g.W + w]);
       }
     return Status{};
   });

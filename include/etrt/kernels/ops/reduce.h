@@ -425,6 +425,9 @@ template <class Dtypes>
 Status var_impl(std::string_view op, KernelContext& ctx, const Tensor& self,
                 std::optional<std::span<const int64_t>> dim, const std::optional<Scalar>& correction, bool keepdim,
                 Tensor& var_out, Tensor* mean_out) {
+  if (!is_floating(self.dtype()))
+    return fail(Error::InvalidArgument, op, ": std and var only support floating point inputs, got ",
+                name(self.dtype()));
   if (!is_floating(var_out.dtype()))
     return fail(Error::InvalidArgument, op, ": output dtype must be floating, got ", name(var_out.dtype()));
   if (mean_out && mean_out->dtype() != var_out.dtype())
@@ -585,6 +588,14 @@ template <class Dtypes>
 Status var_correction_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim,
                           const std::optional<Scalar>& correction, bool keepdim, Tensor& out) {
   return detail::var_impl<Dtypes>("var.correction_out", ctx, self, dim, correction, keepdim, out, nullptr);
+}
+
+/// var.out: the older overload, where `unbiased` selects a correction of 1 (Bessel's) or 0.
+template <class Dtypes>
+Status var_out(KernelContext& ctx, const Tensor& self, std::optional<std::span<const int64_t>> dim, bool unbiased,
+               bool keepdim, Tensor& out) {
+  const std::optional<Scalar> correction = Scalar{int64_t{unbiased ? 1 : 0}};
+  return detail::var_impl<Dtypes>("var.out", ctx, self, dim, correction, keepdim, out, nullptr);
 }
 
 template <class Dtypes>

@@ -1,5 +1,5 @@
-// Elementwise math: unary functions, rounding, sign, logical_not, bitwise_not, isnan/isinf, pow, clamp,
-// maximum/minimum, remainder, fmod, floor_divide, atan2.
+// Elementwise math: unary functions, rounding, sign, logical_not, bitwise_not, isnan/isinf, pow (Tensor and Scalar
+// bases), clamp, maximum/minimum, remainder, fmod, floor_divide, atan2.
 //
 // All compute in the output dtype (Half/BFloat16 in float); inputs of another dtype are converted on load.
 #pragma once
@@ -41,6 +41,9 @@ ETRT_UNARY_FLOAT_OP(atan, std::atan(x))
 ETRT_UNARY_FLOAT_OP(sinh, std::sinh(x))
 ETRT_UNARY_FLOAT_OP(cosh, std::cosh(x))
 ETRT_UNARY_FLOAT_OP(tanh, fn::tanh(x))
+ETRT_UNARY_FLOAT_OP(acosh, std::acosh(x))
+ETRT_UNARY_FLOAT_OP(asinh, std::asinh(x))
+ETRT_UNARY_FLOAT_OP(atanh, std::atanh(x))
 ETRT_UNARY_FLOAT_OP(erf, std::erf(x))
 ETRT_UNARY_FLOAT_OP(sigmoid, fn::sigmoid(x))
 #undef ETRT_UNARY_FLOAT_OP
@@ -144,11 +147,14 @@ C ipow(C base, C exp) {
         return 0;
       }
     }
+    // Products wrap like torch's; multiplying in uint64 keeps the wrap defined (signed overflow is UB, and
+    // uint16 * uint16 would promote to a signed int that can overflow).
+    auto mul = [](C a, C b) { return static_cast<C>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); };
     C result = 1;
     while (exp) {
-      if (exp & 1) result = static_cast<C>(result * base);
+      if (exp & 1) result = mul(result, base);
       exp = static_cast<C>(exp >> 1);
-      base = static_cast<C>(base * base);
+      base = mul(base, base);
     }
     return result;
   }
@@ -178,6 +184,33 @@ Status pow_tensor_scalar_out(KernelContext& ctx, const Tensor& self, const Scala
       if (e == C(1)) return map_elementwise<C, C>(op, out, [](C x) { return x; }, self);
       return map_elementwise<C, C>(op, out, [e](C x) { return static_cast<C>(std::pow(x, e)); }, self);
     }
+  });
+}
+
+/// pow.Scalar_out: a Scalar base raised to a tensor of exponents. The computation runs in torch's result type for
+/// (wrapped number, tensor): the exponent's dtype, Long for a Bool exponent under an integral base, Float for an
+/// integral exponent under a floating base; the result is then stored into out's dtype. A floating result cannot
+/// go into an integral output (torch refuses that cast too).
+template <class Dtypes>
+Status pow_scalar_out(KernelContext& ctx, const Scalar& self, const Tensor& exponent, Tensor& out) {
+  constexpr std::string_view op = "pow.Scalar_out";
+  const ScalarType common = result_type_with_scalar(exponent.dtype(), self.is_floating(), self.is_bool());
+  if (!contains(Dtypes{}, common))
+    return fail(Error::InvalidArgument, op, ": pow is not implemented for a ", self.is_bool() ? "bool" : "number",
+                " base with a ", name(exponent.dtype()), " exponent (result type ", name(common), ")");
+  if (!contains(Dtypes{}, out.dtype()))
+    return fail(Error::InvalidArgument, op, ": unsupported output dtype ", name(out.dtype()));
+  if (is_floating(common) && !is_floating(out.dtype()))
+    return fail(Error::InvalidArgument, op, ": result type ", name(common), " can't be cast to the output dtype ",
+                name(out.dtype()));
+  ETRT_CHECK_OK(ctx.resize(op, out, exponent.sizes()));
+  return visit(common, Dtypes{}, op, [&]<class T>() -> Status {
+    using C = compute_t<T>;
+    const C base = scalar_as<C>(self);
+    if constexpr (std::is_integral_v<C>)
+      return map_mixed<C>(op, out, types<C>{}, [base](C e) { return detail::ipow<C>(base, e); }, exponent);
+    else
+      return map_mixed<C>(op, out, types<C>{}, [base](C e) { return static_cast<C>(std::pow(base, e)); }, exponent);
   });
 }
 
