@@ -39,6 +39,7 @@ import torch  # noqa: E402
 from torch.export import Dim, export  # noqa: E402
 
 from executorch.exir import (  # noqa: E402
+    EdgeCompileConfig,
     ExecutorchBackendConfig,
     to_edge_transform_and_lower,
 )
@@ -83,6 +84,7 @@ class Fixture:
     description: str
     methods: Callable[[], Dict[str, MethodSpec]]
     backend_config: Callable[[], ExecutorchBackendConfig] = lambda: ExecutorchBackendConfig()
+    compile_config: Callable[[], Optional[EdgeCompileConfig]] = lambda: None
     export_options: Dict[str, Any] = field(default_factory=dict)
     tolerance: Dict[str, float] = field(default_factory=lambda: dict(TOL_F32))
     notes: List[str] = field(default_factory=list)
@@ -368,6 +370,36 @@ class SelectMath(torch.nn.Module):
         q = torch.div(x * 7, 2.5, rounding_mode="floor") + torch.div(x * 7, 2.5, rounding_mode="trunc")
         h = torch.asinh(x) + torch.acosh(1.0 + x.abs()) + torch.atanh(torch.tanh(x) * 0.9)
         return vals, idx, lo, lo_idx, z, d, u, c, v, p, q, h
+
+
+class BorderPads(torch.nn.Module):
+    """Reflection and replication padding in 1-D, 2-D and 3-D, negative (cropping) pads, an int32 input and a
+    channels-last input. The exporter decomposes these ops unless they are preserved, as a model that wants the
+    kernels (faster than the index decomposition) does with EdgeCompileConfig(preserve_ops=...)."""
+
+    def __init__(self):
+        super().__init__()
+        F = torch.nn
+        self.r1, self.e1 = F.ReflectionPad1d((2, 3)), F.ReplicationPad1d((4, 1))
+        self.r2, self.e2 = F.ReflectionPad2d((1, 2, 2, 1)), F.ReplicationPad2d((3, 0, 1, 2))
+        self.r3, self.e3 = F.ReflectionPad3d((1, 1, 2, 0, 1, 1)), F.ReplicationPad3d((2, 1, 0, 1, 1, 2))
+
+    def forward(self, x, seq, vol, xi):
+        aten = torch.ops.aten
+        return (self.r1(seq), self.e1(seq[0]), self.r2(x), self.e2(x[0]), self.r3(vol), self.e3(vol[0]),
+                aten.reflection_pad2d(x, [-1, 2, 1, -2]), aten.replication_pad2d(xi, [2, 1, 0, 3]),
+                self.r2(x.to(memory_format=torch.channels_last)) * 2)
+
+
+def _preserve_pads() -> EdgeCompileConfig:
+    aten = torch.ops.aten
+    return EdgeCompileConfig(preserve_ops=[aten.reflection_pad1d.default, aten.reflection_pad2d.default,
+                                           aten.reflection_pad3d.default, aten.replication_pad1d.default,
+                                           aten.replication_pad2d.default, aten.replication_pad3d.default])
+
+
+def _pads_case():
+    return (rn(2, 4, 6, 7), rn(2, 4, 9), rn(2, 3, 4, 5, 6), torch.randint(-50, 50, (2, 3, 4, 5), dtype=torch.int32))
 
 
 def _mlp():
@@ -720,6 +752,18 @@ FIXTURES: List[Fixture] = [
         lambda: {"forward": MethodSpec(SelectMath(), [(rn(4, 6), rn(4, 7)), (rn(4, 6), rn(4, 7))])},
         tolerance=dict(TOL_F32_LOOSE),
     ),
+    Fixture(
+        "border_pads",
+        "reflection/replication pad 1-D, 2-D, 3-D kept as kernels with EdgeCompileConfig(preserve_ops=...), "
+        "negative pads, int32 and channels-last inputs; x [2,4,6,7], seq [2,4,9], vol [2,3,4,5,6], xi int32 [2,3,4,5]",
+        lambda: {"forward": MethodSpec(BorderPads(), [_pads_case(), _pads_case()])},
+        compile_config=_preserve_pads,
+        export_options={"edge_compile_config": "preserve_ops = the six reflection/replication pad ops"},
+        extra={"upstream_known_issues": {"pte": "executorch 1.5.1's reflection_pad2d.out refuses the channels-last "
+                                                "input (tensor_is_default_dim_order check, InvalidArgument 0x12); "
+                                                "every other pad in this program runs and matches eager there",
+                                         "bundled": "same as pte"}},
+    ),
 ]
 
 
@@ -955,7 +999,8 @@ def export_fixture(fx: Fixture, out_dir: str) -> Dict[str, Any]:
     for mname, spec in specs.items():
         eps[mname] = export(copy.deepcopy(spec.module), spec.cases[0], dynamic_shapes=spec.dynamic_shapes,
                             strict=False)
-    edge = to_edge_transform_and_lower(eps if len(eps) > 1 else eps[next(iter(eps))])
+    edge = to_edge_transform_and_lower(eps if len(eps) > 1 else eps[next(iter(eps))],
+                                       compile_config=fx.compile_config())
     input_mutations = _apply_input_mutations(edge, specs, eager, eager_inputs_after)
     epm = edge.to_executorch(fx.backend_config())
     pte = epm.buffer
