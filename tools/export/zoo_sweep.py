@@ -5,11 +5,13 @@ A developer check, not a test: the models are too large to commit and CI has no 
 real model needs that the portable kernel table lacks, and any output that differs from torch eager.
 
     .venv-export/bin/python tools/export/zoo_sweep.py export [--out /tmp/zoo] [--only NAME ...]
-    .venv/bin/python        tools/export/zoo_sweep.py run    [--out /tmp/zoo] [--only NAME ...]
+    .venv/bin/python        tools/export/zoo_sweep.py run    [--out /tmp/zoo] [--only NAME ...] [--upstream PY]
 
 `export` writes NAME.pte and NAME.npz (inputs in0.., torch eager outputs out0..) per model; `run` loads each with
-`portable_lib`, runs it once, and prints one line per model: ok with the largest error, or what went wrong. The
-weights are random (seeded): torchvision is used for its architectures only, nothing is downloaded.
+`portable_lib`, checks one call against eager, and prints one line per model: ok with the median time of a few
+calls, or what went wrong. With `--upstream PYTHON` (e.g. .venv-export/bin/python) it also times upstream's
+portable_lib on the same files in that interpreter and prints the ratio ours / upstream. The weights are random
+(seeded): torchvision is used for its architectures only, nothing is downloaded.
 """
 from __future__ import annotations
 
@@ -137,22 +139,72 @@ def export_all(out: str, only: list[str]) -> int:
     return 1 if failed else 0
 
 
-def run_all(out: str, only: list[str], rtol: float, atol: float) -> int:
+def _names(out: str, only: list[str]) -> list[str]:
+    return [n for n in sorted(f[:-4] for f in os.listdir(out) if f.endswith(".pte")) if not only or n in only]
+
+
+def _inputs(out: str, name: str) -> list:
+    data = np.load(os.path.join(out, name + ".npz"))
+    return [data[k] for k in sorted(k for k in data.files if k.startswith("in"))]
+
+
+def _median_ms(call, repeats: int) -> float:
+    call()  # warm-up: first-touch of the arenas and constants
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e3
+
+
+def time_upstream(out: str, only: list[str], repeats: int) -> int:
+    """Runs in the export venv: upstream portable_lib's median time per model, as JSON on stdout."""
+    import json
+
+    import torch
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch
+
+    times = {}
+    for name in _names(out, only):
+        try:
+            module = _load_for_executorch(os.path.join(out, name + ".pte"))
+            ins = [torch.from_numpy(a) for a in _inputs(out, name)]
+            times[name] = _median_ms(lambda: module.forward(ins), repeats)
+        except Exception as e:  # noqa: BLE001
+            times[name] = f"{type(e).__name__}: {str(e)[:80]}"
+    print(json.dumps(times))
+    return 0
+
+
+def _upstream_times(python: str, out: str, only: list[str], repeats: int) -> dict:
+    import json
+    import subprocess
+
+    cmd = [python, os.path.abspath(__file__), "time-upstream", "--out", out, "--repeats", str(repeats)]
+    if only:
+        cmd += ["--only", *only]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        return json.loads(res.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        print(f"upstream timing failed: {res.stderr.strip()[-300:]}")
+        return {}
+
+
+def run_all(out: str, only: list[str], rtol: float, atol: float, upstream: str | None, repeats: int) -> int:
     from executorch.extension.pybindings import portable_lib
 
-    names = sorted(f[:-4] for f in os.listdir(out) if f.endswith(".pte"))
+    up = _upstream_times(upstream, out, only, repeats) if upstream else {}
     bad = 0
-    for name in names:
-        if only and name not in only:
-            continue
+    for name in _names(out, only):
         data = np.load(os.path.join(out, name + ".npz"))
-        ins = [data[k] for k in sorted(k for k in data.files if k.startswith("in"))]
+        ins = _inputs(out, name)
         refs = [data[f"out{i}"] for i in range(sum(k.startswith("out") for k in data.files))]
         try:
             module = portable_lib._load_for_executorch(os.path.join(out, name + ".pte"))
-            t0 = time.perf_counter()
             outs = module.forward(ins)
-            dt = time.perf_counter() - t0
+            dt = _median_ms(lambda: module.forward(ins), repeats)
             errs = []
             for got, ref in zip(outs, refs):
                 got = np.asarray(got.numpy() if hasattr(got, "numpy") else got)
@@ -171,7 +223,12 @@ def run_all(out: str, only: list[str], rtol: float, atol: float) -> int:
                 bad += 1
                 print(f"MISMATCH {name}: {'; '.join(e for e in errs if e)}")
             else:
-                print(f"ok       {name:32s} {dt * 1e3:8.1f} ms")
+                line = f"ok       {name:32s} ours {dt:8.1f} ms"
+                if isinstance(up.get(name), float):
+                    line += f"   upstream {up[name]:8.1f} ms   ratio {dt / up[name]:5.2f}"
+                elif name in up:
+                    line += f"   upstream {up[name]}"
+                print(line, flush=True)
         except Exception as e:  # noqa: BLE001
             bad += 1
             print(f"FAILED   {name}: {type(e).__name__}: {str(e)[:300]}")
@@ -182,13 +239,19 @@ def run_all(out: str, only: list[str], rtol: float, atol: float) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["export", "run"])
+    ap.add_argument("step", choices=["export", "run", "time-upstream"])
     ap.add_argument("--out", default="/tmp/zoo")
     ap.add_argument("--only", nargs="*", default=[])
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance, scaled by max |reference|")
+    ap.add_argument("--upstream", help="a Python with upstream executorch (e.g. .venv-export/bin/python): time it too")
+    ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
-    return export_all(a.out, a.only) if a.step == "export" else run_all(a.out, a.only, a.rtol, a.atol)
+    if a.step == "export":
+        return export_all(a.out, a.only)
+    if a.step == "time-upstream":
+        return time_upstream(a.out, a.only, a.repeats)
+    return run_all(a.out, a.only, a.rtol, a.atol, a.upstream, a.repeats)
 
 
 if __name__ == "__main__":
