@@ -834,3 +834,188 @@ TEST_CASE("etdump: debug buffer allocation and alignment", "[etdump]") {
   REQUIRE_FALSE(huge.has_value());
   CHECK(huge.error().code == etrt::Error::MemoryAllocationFailed);
 }
+
+// ---- profile event names per instruction kind -------------------------------------------------------------------
+
+namespace {
+
+/// A hand-built program, since the exporter emits MoveCall, JumpFalseCall and FreeCall only for control flow and no
+/// fixture has any: forward(x: float32[2]) -> 2 * x, with the instructions
+///   0 KernelCall add.out(x, x, 1) -> t        1 JumpFalseCall(true, 3): falls through   2 MoveCall t -> out
+///   3 JumpFalseCall(false, 5): jumps to 5     4 KernelCall add.out(x, t, 1) -> out (skipped)   5 FreeCall s
+/// (s is a scratch tensor no kernel uses: a freed tensor has no storage in the next execution, as upstream's.)
+std::vector<uint8_t> control_flow_program() {
+  using etrt::fb::Builder;
+  namespace pte = etrt::pte;
+  Builder b;
+  const auto tensor = [&](uint32_t offset) {
+    const auto sizes = b.create_vector(std::vector<int32_t>{2});
+    const auto dim_order = b.create_vector(std::vector<uint8_t>{0});
+    b.start_table();
+    b.add_scalar<uint32_t>(pte::alloc::memory_id, 1, 0);
+    b.add_scalar<uint32_t>(pte::alloc::memory_offset_low, offset, 0);
+    const auto alloc = b.end_table();
+    b.start_table();
+    b.add_scalar<int8_t>(pte::tensor::scalar_type, static_cast<int8_t>(etrt::ScalarType::Float), 0);
+    b.add_offset(pte::tensor::sizes, sizes);
+    b.add_offset(pte::tensor::dim_order, dim_order);
+    b.add_offset(pte::tensor::allocation_info, alloc);
+    return std::pair{pte::ValueTag::Tensor, b.end_table()};
+  };
+  const auto scalar = [&]<class T>(pte::ValueTag tag, T v) {
+    b.start_table();
+    b.add_scalar<T>(pte::scalar_value::value, v, T{});
+    return std::pair{tag, b.end_table()};
+  };
+  const std::pair<pte::ValueTag, Builder::Offset> vals[] = {
+      tensor(0),                                        // 0: x (input)
+      tensor(16),                                       // 1: out (output)
+      tensor(32),                                       // 2: t
+      scalar(pte::ValueTag::Int, int64_t{1}),           // 3: alpha
+      scalar(pte::ValueTag::Bool, uint8_t{1}),          // 4: true
+      scalar(pte::ValueTag::Bool, uint8_t{0}),          // 5: false
+      tensor(48),                                       // 6: s
+  };
+  std::vector<Builder::Offset> values;
+  for (const auto& [tag, table] : vals) {
+    b.start_table();
+    b.add_scalar<uint8_t>(pte::evalue::val_type, static_cast<uint8_t>(tag), 0);
+    b.add_offset(pte::evalue::val, table);
+    values.push_back(b.end_table());
+  }
+  const auto instruction = [&](pte::InstrTag tag, Builder::Offset args) {
+    b.start_table();
+    b.add_scalar<uint8_t>(pte::instruction::instr_args_type, static_cast<uint8_t>(tag), 0);
+    b.add_offset(pte::instruction::instr_args, args);
+    return b.end_table();
+  };
+  const auto add_out = [&](std::vector<int32_t> args) {
+    const auto a = b.create_vector(args);
+    b.start_table();
+    b.add_scalar<int32_t>(pte::kernel_call::op_index, 0, 0);
+    b.add_offset(pte::kernel_call::args, a);
+    return instruction(pte::InstrTag::KernelCall, b.end_table());
+  };
+  const auto two_ints = [&](pte::InstrTag tag, int32_t first, int32_t second) {
+    b.start_table();
+    b.add_scalar<int32_t>(0, first, 0);
+    b.add_scalar<int32_t>(1, second, 0);
+    return instruction(tag, b.end_table());
+  };
+  const auto free_call = [&](int32_t value) {
+    b.start_table();
+    b.add_scalar<int32_t>(pte::free_call::value_index, value, 0);
+    return instruction(pte::InstrTag::FreeCall, b.end_table());
+  };
+  const std::vector<Builder::Offset> instructions = {
+      add_out({0, 0, 3, 2, 2}),                              // self, other, alpha, out, return slot
+      two_ints(pte::InstrTag::JumpFalseCall, 4, 3),           // cond, destination
+      two_ints(pte::InstrTag::MoveCall, 2, 1),                // from, to
+      two_ints(pte::InstrTag::JumpFalseCall, 5, 5),
+      add_out({0, 2, 3, 1, 1}),
+      free_call(6),
+  };
+  const auto instr_vec = b.create_offset_vector(instructions);
+  const auto chain_in = b.create_vector(std::vector<int32_t>{0});
+  const auto chain_out = b.create_vector(std::vector<int32_t>{1});
+  b.start_table();
+  b.add_offset(pte::chain::inputs, chain_in);
+  b.add_offset(pte::chain::outputs, chain_out);
+  b.add_offset(pte::chain::instructions, instr_vec);
+  const auto chain = b.end_table();
+  const auto op_name = b.create_string("aten::add");
+  const auto op_overload = b.create_string("out");
+  b.start_table();
+  b.add_offset(pte::op::name, op_name);
+  b.add_offset(pte::op::overload, op_overload);
+  const auto op = b.end_table();
+  const auto name = b.create_string("forward");
+  const auto values_vec = b.create_offset_vector(values);
+  const auto inputs = b.create_vector(std::vector<int32_t>{0});
+  const auto outputs = b.create_vector(std::vector<int32_t>{1});
+  const auto chains = b.create_offset_vector(std::vector<Builder::Offset>{chain});
+  const auto ops = b.create_offset_vector(std::vector<Builder::Offset>{op});
+  const auto buffer_sizes = b.create_vector(std::vector<int64_t>{0, 64});
+  b.start_table();
+  b.add_offset(pte::plan::name, name);
+  b.add_offset(pte::plan::values, values_vec);
+  b.add_offset(pte::plan::inputs, inputs);
+  b.add_offset(pte::plan::outputs, outputs);
+  b.add_offset(pte::plan::chains, chains);
+  b.add_offset(pte::plan::operators, ops);
+  b.add_offset(pte::plan::non_const_buffer_sizes, buffer_sizes);
+  const auto plan = b.end_table();
+  const auto plans = b.create_offset_vector(std::vector<Builder::Offset>{plan});
+  b.start_table();
+  b.add_offset(pte::program::execution_plan, plans);
+  return b.finish(b.end_table(), "ET12");
+}
+
+std::vector<ProfileEvent> profile_events_of(const RunData& run) {
+  std::vector<ProfileEvent> out;
+  for (const auto& e : run.events)
+    if (const auto* p = std::get_if<ProfileEvent>(&e)) out.push_back(*p);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("etdump: move, jump and free instructions are MOVE_CALL, JF_CALL and FREE_CALL events", "[etdump]") {
+  const auto bytes = control_flow_program();
+  auto program = etrt::Program::load(etrt::DataSource::copy_of(bytes), etrt::Verification::InternalConsistency);
+  INFO((program ? std::string() : program.error().describe()));
+  REQUIRE(program.has_value());
+  auto m = etrt::test::load_method(*program, "forward");
+  ETDumpRecorder rec;
+  m->set_observer(&rec);
+  const std::vector<float> x{1.5f, -2.0f};
+  for (int run = 0; run < 2; ++run) {
+    etrt::test::set_input(*m, 0, x, {2});
+    rec.begin_execute("forward");
+    etrt::test::execute(*m);
+    REQUIRE(rec.end_execute().has_value());
+    // The move made t the output and the second jump skipped instruction 4.
+    CHECK(etrt::test::output<float>(*m, 0) == std::vector<float>{3.0f, -4.0f});
+  }
+  const ETDumpData d = decode(take_all(rec).etdump);
+  REQUIRE(d.runs.size() == 2);
+  for (const RunData& run : d.runs) {
+    const auto events = profile_events_of(run);
+    REQUIRE(events.size() == 7);
+    const std::pair<const char*, int32_t> expected[] = {
+        {"native_call_add.out", 0}, {"OPERATOR_CALL", 0}, {"JF_CALL", 1}, {"MOVE_CALL", 2},
+        {"JF_CALL", 3},             {"FREE_CALL", 5},     {"Method::execute", 0}};
+    for (size_t k = 0; k < events.size(); ++k) {
+      INFO("event " << k);
+      CHECK(events[k].name == expected[k].first);
+      CHECK(events[k].instruction_id == expected[k].second);
+      CHECK(events[k].chain_index == (k + 1 < events.size() ? 0 : -1));
+      CHECK(events[k].delegate_debug_id_int == -1);
+    }
+  }
+}
+
+TEST_CASE("etdump: the recorder names each instruction kind as upstream's interpreter does", "[etdump]") {
+  using etrt::InstructionKind;
+  ETDumpRecorder rec;
+  rec.begin_execute("forward");
+  rec.on_instruction(0, InstructionKind::Kernel, "aten::mul.out", 1, 2);
+  rec.on_instruction(1, InstructionKind::Delegate, "EtrtCudaBackend", 3, 4);
+  rec.on_instruction(2, InstructionKind::Move, "MoveCall", 5, 6);
+  rec.on_instruction(3, InstructionKind::JumpFalse, "JumpFalseCall", 7, 8);
+  rec.on_instruction(4, InstructionKind::Free, "FreeCall", 9, 10);
+  REQUIRE(rec.end_execute().has_value());
+  const ETDumpData d = decode(take_all(rec).etdump);
+  REQUIRE(d.runs.size() == 1);
+  const auto events = profile_events_of(d.runs[0]);
+  REQUIRE(events.size() == 7);
+  CHECK(events[0] == make_event("native_call_mul.out", 0, 0, 1, 2));
+  CHECK(events[1] == make_event("OPERATOR_CALL", 0, 0, 1, 2));
+  // A delegate call is one event under upstream's name, with no delegate debug id: upstream's Inspector gives a
+  // DELEGATE_CALL event its backend name from the ETRecord's delegate map by instruction id.
+  CHECK(events[2] == make_event("DELEGATE_CALL", 0, 1, 3, 4));
+  CHECK(events[3] == make_event("MOVE_CALL", 0, 2, 5, 6));
+  CHECK(events[4] == make_event("JF_CALL", 0, 3, 7, 8));
+  CHECK(events[5] == make_event("FREE_CALL", 0, 4, 9, 10));
+  CHECK(events[6].name == "Method::execute");
+}

@@ -580,10 +580,9 @@ def etdump_debug_buffer_reads_device_tensors(pl):
         parsed = reader.parse(pathlib.Path(f"{d}/x.etdp").read_bytes())
         buffer = pathlib.Path(f"{d}/x.bin").read_bytes()
     [run] = [r for r in parsed["runs"] if r["name"] == "Execute"]
-    names = {e["instruction_id"]: e["name"] for e in run["events"]
-             if e["kind"] == "profile" and e["name"].startswith("native_call_")}
-    delegates = sorted(i for i, n in names.items() if n == "native_call_EtrtCudaBackend")
-    assert len(delegates) == 2, names
+    delegates = sorted(e["instruction_id"] for e in run["events"]
+                       if e["kind"] == "profile" and e["name"] == "DELEGATE_CALL")
+    assert len(delegates) == 2, run["events"]
     debug = [e for e in run["events"] if e["kind"] == "debug"]
     for i in delegates:
         logged = [e for e in debug if e["instruction_id"] == i and not e["value"]["output"]]

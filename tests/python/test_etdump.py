@@ -281,3 +281,62 @@ def test_debug_buffer_size_without_etdump_is_ignored_with_a_log(portable_lib, ca
     m = portable_lib._load_for_executorch(str(FIXTURES / "add.pte"), debug_buffer_size=1024)
     assert not m.has_etdump()
     assert "debug_buffer_size=1024 has no effect without enable_etdump=True" in capsys.readouterr().err
+
+
+# The child process for the delegate test: the emulated CUDA device cannot be undone, so it runs apart (as in
+# test_device_emulated.py, whose helpers place each input where the method expects it).
+_EMULATED_RUN = """
+import sys
+out_dir, names = sys.argv[1], sys.argv[2:]
+import test_device_emulated as emu
+from executorch.extension.pybindings import portable_lib as pl
+pl._testing_emulate_cuda(1)
+if not pl._testing_emulated_counters()["delegate"]:
+    print("these bindings have no host-kernel CUDA delegate, so the emulated device cannot run delegated programs")
+    sys.exit(emu.SKIP_EXIT)
+for name in names:
+    m = pl._load_for_executorch(emu.pte(name), enable_etdump=True, debug_buffer_size=1 << 20)
+    m.forward(emu.method_inputs(pl, m.method_meta("forward"), emu.reference(name)))
+    m.write_etdump_result_to_file(f"{out_dir}/{name}.etdp", f"{out_dir}/{name}.bin")
+"""
+
+
+def test_delegate_calls_are_delegate_call_events(tmp_path, reader):
+    """A delegate instruction is one DELEGATE_CALL profile event, as upstream's interpreter names it (upstream's
+    Inspector gives such an event its backend's name), after the debug events of its arguments; kernel
+    instructions keep native_call_<op> + OPERATOR_CALL. Real-exporter fixtures on the emulated CUDA device."""
+    import os
+    import subprocess
+    import sys
+    import test_device_emulated as emu
+    # {fixture: (kernel instructions, delegate instructions)}; the et_copy copies around a delegate are kernels.
+    cases = {"cuda_add_default": (3, 1), "cuda_mixed": (6, 2)}
+    missing = [n for n in cases if not (emu.CUDA_FIXTURES / f"{n}.pte").exists()]
+    if missing:
+        pytest.skip(f"CUDA fixture(s) {', '.join(missing)} not found in {emu.CUDA_FIXTURES}")
+    env = dict(os.environ, EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT="executorch")
+    env["PYTHONPATH"] = os.pathsep.join([emu._package_root(), str(ROOT / "tests" / "python")] +
+                                        [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, "-c", _EMULATED_RUN, str(tmp_path), *cases], env=env,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode == emu.SKIP_EXIT:
+        pytest.skip(proc.stdout.strip())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name, (kernels, delegates) in cases.items():
+        [run] = execute_runs(reader.parse((tmp_path / f"{name}.etdp").read_bytes()))
+        per_instruction = {}
+        for e in run["events"]:
+            if e["kind"] == "profile" and e["name"] != "Method::execute":
+                assert e["chain_index"] == 0 and e.get("delegate_debug_id_int", -1) == -1, e
+                per_instruction.setdefault(e["instruction_id"], []).append(e["name"])
+        calls = [n for n in per_instruction.values() if n == ["DELEGATE_CALL"]]
+        ops = [n for n in per_instruction.values() if len(n) == 2 and n[0].startswith("native_call_")
+               and n[1] == "OPERATOR_CALL"]
+        assert (len(ops), len(calls)) == (kernels, delegates), (name, per_instruction)
+        assert not any("native_call_EtrtCudaBackend" in n for n in per_instruction.values())
+        # Each delegate call's arguments are logged before its profile event, with its instruction id.
+        for i, n in per_instruction.items():
+            if n == ["DELEGATE_CALL"]:
+                at = next(k for k, e in enumerate(run["events"]) if e.get("name") == "DELEGATE_CALL"
+                          and e["instruction_id"] == i)
+                assert any(e["kind"] == "debug" and e["instruction_id"] == i for e in run["events"][:at])

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "etrt/adapters/data_loader.h"
 #include "etrt/adapters/py_program.h"
 #include "etrt/core/log.h"
 #include "etrt/kernels/util/parallel.h"
@@ -189,6 +190,8 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   m.doc() = "ExecuTorch portable runtime bindings (header-only runtime, no ATen / libtorch).";
   m.attr("_output_mode") = output_config().mode == OutputMode::Torch ? "torch" : "executorch";
 
+  define_data_loader(m);  // Note [one registration] (data_loader.h)
+
   py::enum_<Verification>(m, "Verification")
       .value("Minimal", Verification::Minimal)
       .value("InternalConsistency", Verification::InternalConsistency);
@@ -330,6 +333,17 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       },
       py::arg("buffer"), py::arg("data_map_buffer") = py::none(), py::arg("enable_etdump") = false,
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
+  m.def(
+      "_load_for_executorch_from_data_loader",
+      [kernels](std::shared_ptr<PyDataLoader> loader, py::object data_path, bool etdump, size_t dbg) {
+        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"));
+        auto src = check(loader->open());
+        // Upstream has no program_verification here; the Module loaders' default applies.
+        auto ps = make_program_state(std::move(src), std::move(data), verif_default, etdump, dbg, kernels);
+        return std::make_shared<PyModule>(std::move(ps), std::move(loader));
+      },
+      py::arg("loader").none(false), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
+      py::arg("debug_buffer_size") = 0);
   m.def(
       "_load_program",
       [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path) {

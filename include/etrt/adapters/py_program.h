@@ -143,7 +143,9 @@ class PyProgram {
 
 class PyModule {
  public:
-  explicit PyModule(std::shared_ptr<ProgramState> ps) : ps_(std::move(ps)) {}
+  /// @param loader What the program was read from, kept alive with the module (a PyDataLoader); may be null.
+  explicit PyModule(std::shared_ptr<ProgramState> ps, std::shared_ptr<const void> loader = nullptr)
+      : loader_(std::move(loader)), ps_(std::move(ps)) {}
 
   PyMethod& method(const std::string& name) {
     std::lock_guard<std::mutex> g(mu_);  // held briefly, never across a GIL acquire
@@ -166,6 +168,7 @@ class PyModule {
   const std::shared_ptr<ProgramState>& state() const { return ps_; }
 
  private:
+  std::shared_ptr<const void> loader_;  // declared first: destroyed after the program read from it
   std::shared_ptr<ProgramState> ps_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<PyMethod>> methods_;

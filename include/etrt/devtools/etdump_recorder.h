@@ -8,8 +8,9 @@
 //   rec.take([](std::span<const uint8_t> etdp, std::span<const uint8_t> debug_buffer) { ...write both... });
 //
 // Blocks, as upstream's ETDumpGen makes them: "Default" per method load (Method::init, Program::load_method) and
-// "Execute" per execution (native_call_<op> and OPERATOR_CALL per instruction, then Method::execute). Events are
-// appended when they end. Ticks are nanoseconds of the steady clock.
+// "Execute" per execution (per kernel instruction native_call_<op> then OPERATOR_CALL; per delegate, move, jump or
+// free instruction one DELEGATE_CALL, MOVE_CALL, JF_CALL or FREE_CALL; then Method::execute), all with chain 0 and
+// the instruction index. Events are appended when they end. Ticks are nanoseconds of the steady clock.
 //
 // Intermediate outputs (only with a debug buffer; Note [debug events] in etdump.h): after each kernel or delegate
 // instruction, one DebugEvent per value it wrote (Note [logged values] in method.h), with chain 0 and the
@@ -102,16 +103,34 @@ class ETDumpRecorder final : public InstructionObserver {
 
   // ---- InstructionObserver ----
 
-  void on_instruction(size_t index, std::string_view name, uint64_t start_ns, uint64_t end_ns) override {
+  void on_instruction(size_t index, InstructionKind kind, std::string_view name, uint64_t start_ns,
+                      uint64_t end_ns) override {
     std::lock_guard<std::mutex> g(mu_);
     Open* o = open_block();
     if (!o) return;
-    std::string_view op = name;
-    if (const auto p = op.find("::"); p != std::string_view::npos) op.remove_prefix(p + 2);
     const auto instr = static_cast<int32_t>(index);
     auto& events = data_.runs[o->run].events;
-    events.emplace_back(make_event(cat("native_call_", op), 0, instr, start_ns, end_ns));
-    events.emplace_back(make_event("OPERATOR_CALL", 0, instr, start_ns, end_ns));
+    if (kind == InstructionKind::Kernel) {
+      // Upstream's generated kernel wrapper opens native_call_<op> inside the interpreter's OPERATOR_CALL scope;
+      // the inner scope ends first.
+      std::string_view op = name;
+      if (const auto p = op.find("::"); p != std::string_view::npos) op.remove_prefix(p + 2);
+      events.emplace_back(make_event(cat("native_call_", op), 0, instr, start_ns, end_ns));
+    }
+    events.emplace_back(make_event(std::string(profile_event_name(kind)), 0, instr, start_ns, end_ns));
+  }
+
+  /// The interpreter's event for an instruction kind, as upstream's Method::execute_instruction names it. Upstream's
+  /// Inspector keys on these names (a DELEGATE_CALL event gets its delegate's backend name from the ETRecord).
+  static constexpr std::string_view profile_event_name(InstructionKind kind) {
+    switch (kind) {
+      case InstructionKind::Kernel: return "OPERATOR_CALL";
+      case InstructionKind::Delegate: return "DELEGATE_CALL";
+      case InstructionKind::Move: return "MOVE_CALL";
+      case InstructionKind::JumpFalse: return "JF_CALL";
+      case InstructionKind::Free: return "FREE_CALL";
+    }
+    return "UNKNOWN_CALL";
   }
 
   bool wants_values() const override { return debug_.capacity() > 0; }

@@ -24,13 +24,18 @@
 
 namespace etrt {
 
+/// The kinds of instruction a plan holds (schema/program.fbs InstructionArguments, in that order).
+enum class InstructionKind : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
+
 /// Receives one event per executed instruction (ETDump profiling) and, when it asks for them, the values
 /// instructions wrote (ETDump intermediate outputs). The hooks run on the executing thread, after the instruction.
 class InstructionObserver {
  public:
   virtual ~InstructionObserver() = default;
-  /// After instruction `index` ran; `name` is its operator ("aten::add.out"), delegate id or kind ("MoveCall").
-  virtual void on_instruction(size_t index, std::string_view name, uint64_t start_ns, uint64_t end_ns) = 0;
+  /// After instruction `index` ran; `name` is its operator ("aten::add.out") for a kernel, the backend id for a
+  /// delegate call, and the kind ("MoveCall", "JumpFalseCall", "FreeCall") otherwise.
+  virtual void on_instruction(size_t index, InstructionKind kind, std::string_view name, uint64_t start_ns,
+                              uint64_t end_ns) = 0;
   /// Whether on_values and on_outputs are wanted; asked once per execute, so observers that only profile cost
   /// nothing more.
   virtual bool wants_values() const { return false; }
@@ -123,7 +128,7 @@ class Method {
  private:
   Method() = default;
 
-  enum class Kind : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
+  using Kind = InstructionKind;
   struct Instruction {
     Kind kind;
     uint16_t log_first = 0, log_count = 0;  // args[log_first, +log_count): the values it writes (Note [logged values])
@@ -894,7 +899,7 @@ inline Status Method::execute() {
       if (log_values && ins.log_count > 0)
         observer_->on_values(at, std::span<EValue* const>(ins.args).subspan(ins.log_first, ins.log_count),
                              device_api_);
-      observer_->on_instruction(at, ins.op_name, ns(t0), ns(t1));
+      observer_->on_instruction(at, ins.kind, ins.op_name, ns(t0), ns(t1));
     } else {
       ETRT_CHECK_OK(run_instruction(pc, ins, ctx));
     }

@@ -2,8 +2,11 @@
 // (tests/fixtures/cuda, EtrtCudaPartitioner) load with device arenas, copy across the device boundary with the
 // et_copy kernels, bind device inputs, and run the delegate (host kernels) to the eager outputs.
 #include <fstream>
+#include <map>
+#include <tuple>
 
 #include "emulated_cuda.h"
+#include "etrt/devtools/etdump_recorder.h"
 #include "npz_reader.h"
 
 using namespace etrt;
@@ -55,7 +58,7 @@ void check_close(const std::vector<float>& got, const NpyArray& want, float rtol
 
 /// Runs fixture `name` with every input placed where the method expects it; returns the method for inspection.
 std::unique_ptr<Method> run_fixture(EmulatedCuda& cuda, const std::string& name, float rtol = 1e-4f,
-                                    float atol = 1e-5f) {
+                                    float atol = 1e-5f, InstructionObserver* observer = nullptr) {
   INFO(name);
   auto prog = load_program(cuda_fixture(name + ".pte"));
   auto m = Method::load(prog, "forward", cuda.options());
@@ -85,6 +88,7 @@ std::unique_ptr<Method> run_fixture(EmulatedCuda& cuda, const std::string& name,
     outs.push_back(std::move(*buf));
     REQUIRE(method.set_output_data_ptr(o, outs.back().data(), outs.back().size()).has_value());
   }
+  method.set_observer(observer);
   auto s = method.execute();
   INFO((s ? std::string() : s.error().describe()));
   REQUIRE(s.has_value());
@@ -116,6 +120,51 @@ TEST_CASE("device: every CUDA fixture runs on an emulated device and matches tor
     SECTION(name) { run_fixture(cuda, name); }
   }
   CHECK(cuda.dev.live_allocations == 0);  // arenas, delegate constants and scratch all released with the methods
+}
+
+TEST_CASE("device: ETDump names a delegate call DELEGATE_CALL and a kernel native_call_<op> + OPERATOR_CALL",
+          "[device][etdump]") {
+  if (!have_cuda_fixtures()) return;
+  // {fixture, kernel instructions, delegate instructions} (the et_copy copies around the delegates are kernels)
+  const std::tuple<const char*, size_t, size_t> cases[] = {{"cuda_add_default", 3, 1}, {"cuda_mixed", 6, 2}};
+  for (const auto& [name, kernels, delegates] : cases) {
+    SECTION(name) {
+      EmulatedCuda cuda;
+      etdump::ETDumpRecorder rec;
+      rec.begin_execute("forward");
+      auto m = run_fixture(cuda, name, 1e-4f, 1e-5f, &rec);
+      REQUIRE(rec.end_execute().has_value());
+      const std::vector<uint8_t> etdp = rec.take();
+      const auto d = etdump::read_etdump(etdp);
+      REQUIRE(d.has_value());
+      REQUIRE(d->runs.size() == 1);
+      std::map<int32_t, std::vector<std::string>> names;  // per instruction, in order
+      for (const auto& e : d->runs[0].events) {
+        const auto& p = std::get<etdump::ProfileEvent>(e);
+        if (p.name == "Method::execute") continue;
+        CHECK(p.chain_index == 0);
+        CHECK(p.delegate_debug_id_int == -1);
+        names[p.instruction_id].push_back(p.name);
+      }
+      REQUIRE(names.size() == m->meta().num_instructions);
+      size_t seen_kernels = 0, seen_delegates = 0;
+      for (const auto& [id, n] : names) {
+        INFO("instruction " << id);
+        if (n.size() == 1) {
+          CHECK(n[0] == "DELEGATE_CALL");
+          ++seen_delegates;
+        } else {
+          REQUIRE(n.size() == 2);
+          CHECK(n[0].starts_with("native_call_"));
+          CHECK(n[0] != "native_call_EtrtCudaBackend");
+          CHECK(n[1] == "OPERATOR_CALL");
+          ++seen_kernels;
+        }
+      }
+      CHECK(seen_kernels == kernels);
+      CHECK(seen_delegates == delegates);
+    }
+  }
 }
 
 TEST_CASE("device: default planning copies host->device and back around the delegate", "[device]") {

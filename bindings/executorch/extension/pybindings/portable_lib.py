@@ -27,6 +27,7 @@ from executorch.extension.pybindings._C import (  # noqa: F401
     _load_for_executorch,
     _load_for_executorch_from_buffer,
     _load_for_executorch_from_bundled_program,
+    _load_for_executorch_from_data_loader,
     _load_program,
     _load_program_from_buffer,
     _reset_profile_results,

@@ -1,5 +1,8 @@
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+# Not re-exported at run time (as upstream): import it from executorch.extension.pybindings.data_loader.
+from executorch.extension.pybindings.data_loader import PyDataLoader
+
 class Verification:
     Minimal: "Verification"
     InternalConsistency: "Verification"
@@ -137,6 +140,14 @@ def _load_for_executorch_from_buffer(buffer: bytes, data_map_buffer: Optional[by
 def _load_for_executorch_from_bundled_program(ptr: BundledModule, data_map_buffer: Optional[bytes] = None,
                                               enable_etdump: bool = False,
                                               debug_buffer_size: int = 0) -> ExecuTorchModule: ...
+def _load_for_executorch_from_data_loader(loader: PyDataLoader, data_path: Optional[str] = None,
+                                          enable_etdump: bool = False,
+                                          debug_buffer_size: int = 0) -> ExecuTorchModule:
+    """Loads a program from a PyDataLoader (executorch.extension.pybindings.data_loader), which is read now; the
+    module keeps the loader alive. data_path (str or os.PathLike: a .ptd file), enable_etdump and
+    debug_buffer_size as for _load_for_executorch. A loader that cannot deliver its bytes (a reader's read raised
+    or returned the wrong number of bytes) raises RuntimeError naming the loader and the failed read."""
+    ...
 def _load_bundled_program_from_buffer(buffer: bytes, non_const_pool_size: int = ...) -> BundledModule: ...
 def _load_program(path: str, enable_etdump: bool = False, debug_buffer_size: int = 0,
                   program_verification: Verification = Verification.Minimal,
