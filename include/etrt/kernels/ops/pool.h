@@ -28,6 +28,17 @@ inline Result<std::pair<int64_t, int64_t>> pair_arg(std::string_view op, std::st
   return fail(Error::InvalidArgument, op, ": ", what, " must have one or two values, got ", shape_str(v));
 }
 
+/// max_pool2d's kernel, stride (empty = the kernel), padding and dilation lists, shared by forward and backward.
+inline Result<Params> max_pool_params(std::string_view op, std::span<const int64_t> kernel_size,
+                                      std::span<const int64_t> stride, std::span<const int64_t> padding,
+                                      std::span<const int64_t> dilation) {
+  ETRT_TRY(auto k, pair_arg(op, "kernel_size", kernel_size, std::nullopt, std::nullopt));
+  ETRT_TRY(auto s, pair_arg(op, "stride", stride, k.first, k.second));
+  ETRT_TRY(auto pd, pair_arg(op, "padding", padding, std::nullopt, std::nullopt));
+  ETRT_TRY(auto dl, pair_arg(op, "dilation", dilation, std::nullopt, std::nullopt));
+  return Params{k.first, k.second, s.first, s.second, pd.first, pd.second, dl.first, dl.second};
+}
+
 /// torch's pooling output size (pooling_output_shape).
 inline int64_t out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
   const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
@@ -208,11 +219,7 @@ Status max_pool2d_with_indices_out(KernelContext& ctx, const Tensor& self, std::
   ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
   if (indices.dtype() != ScalarType::Long)
     return fail(Error::InvalidArgument, op, ": indices must be Long, got ", name(indices.dtype()));
-  ETRT_TRY(auto k, pool_detail::pair_arg(op, "kernel_size", kernel_size, std::nullopt, std::nullopt));
-  ETRT_TRY(auto s, pool_detail::pair_arg(op, "stride", stride, k.first, k.second));
-  ETRT_TRY(auto pd, pool_detail::pair_arg(op, "padding", padding, std::nullopt, std::nullopt));
-  ETRT_TRY(auto dl, pool_detail::pair_arg(op, "dilation", dilation, std::nullopt, std::nullopt));
-  const pool_detail::Params p{k.first, k.second, s.first, s.second, pd.first, pd.second, dl.first, dl.second};
+  ETRT_TRY(auto p, pool_detail::max_pool_params(op, kernel_size, stride, padding, dilation));
   ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
   std::array<int64_t, 4> buf;
   int rank;
@@ -261,11 +268,7 @@ Status max_pool2d_with_indices_backward_out(KernelContext& ctx, const Tensor& gr
                 " must equal the input dtype ", name(self.dtype()));
   if (indices.dtype() != ScalarType::Long)
     return fail(Error::InvalidArgument, op, ": indices must be Long, got ", name(indices.dtype()));
-  ETRT_TRY(auto k, pool_detail::pair_arg(op, "kernel_size", kernel_size, std::nullopt, std::nullopt));
-  ETRT_TRY(auto s, pool_detail::pair_arg(op, "stride", stride, k.first, k.second));
-  ETRT_TRY(auto pd, pool_detail::pair_arg(op, "padding", padding, std::nullopt, std::nullopt));
-  ETRT_TRY(auto dl, pool_detail::pair_arg(op, "dilation", dilation, std::nullopt, std::nullopt));
-  const pool_detail::Params p{k.first, k.second, s.first, s.second, pd.first, pd.second, dl.first, dl.second};
+  ETRT_TRY(auto p, pool_detail::max_pool_params(op, kernel_size, stride, padding, dilation));
   ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
   std::array<int64_t, 4> buf;
   int rank;
