@@ -131,3 +131,23 @@ def test_quantized_value_is_not_supported(portable_lib):
             err = e
             break
     assert err is not None and "XNNQuantizedTensorValue" in err
+
+
+def test_unsupported_node_kind_is_named(portable_lib):
+    # Turn the first node's union type (XNNFullyConnected, 2) into XNNScaledDotProductAttention (36), which this
+    # backend does not run: the load error names the node kind.
+    data = bytearray((XNN / "xnn_mlp.pte").read_bytes())
+    p = _payload_start(bytes(data))
+    fb_off, fb_size = struct.unpack("<II", bytes(data[p + 10:p + 18]))
+    inputs = load_case(FIXTURE_LIST_BY_NAME["xnn_mlp"])[0]
+    err = None
+    for pos in range(p + fb_off, p + fb_off + fb_size):
+        if data[pos] != 2:
+            continue
+        d = bytearray(data)
+        d[pos] = 36
+        e = _try_run(portable_lib, bytes(d), inputs)
+        if e is not None and "XNNScaledDotProductAttention" in e:
+            err = e
+            break
+    assert err is not None and "not supported" in err

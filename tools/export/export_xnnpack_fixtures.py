@@ -156,6 +156,17 @@ class Spatial(nn.Module):
         return torch.cat([r[:, :4], t], dim=1)
 
 
+class CeilPool(nn.Module):
+    """ceil_mode max pooling, which the exporter lowers to asymmetric (bottom/right) padding."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return F.max_pool2d(self.conv(x), 3, stride=2, ceil_mode=True)
+
+
 def fixtures():
     torch.manual_seed(SEED)
     return {
@@ -166,6 +177,7 @@ def fixtures():
         "xnn_mixed": (Mixed(), (torch.randn(3, 8),), {"rtol": 1e-5, "atol": 1e-6}),
         "xnn_elementwise": (Elementwise(), (torch.randn(2, 6), torch.randn(2, 6)), {"rtol": 1e-5, "atol": 1e-5}),
         "xnn_spatial": (Spatial(), (torch.randn(1, 4, 6, 6),), {"rtol": 1e-4, "atol": 1e-5}),
+        "xnn_ceilpool": (CeilPool(), (torch.randn(1, 3, 12, 12),), {"rtol": 1e-5, "atol": 1e-6}),
     }
 
 

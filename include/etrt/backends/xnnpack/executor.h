@@ -5,8 +5,8 @@
 // ({0,2,3,1}); filters get the dim_order that maps torch's weight layout onto XNNPACK's (see conv_weight). No data
 // is permuted: a view with a dim_order is just strides.
 //
-// Memory: constants are copied once into float-aligned storage (named data may sit at any byte offset); every
-// internal value owns a buffer of its exact size; external values (the DelegateCall's args) are bound per call.
+// Memory: constants are copied once into float-aligned storage (named data may sit at any byte offset);
+// intermediates share one liveness-planned arena; external values (the DelegateCall's args) are bound per call.
 #pragma once
 
 #include <algorithm>
@@ -64,7 +64,8 @@ inline Status check_node(const Graph& g, const Node& n) {
     case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
       if (rank(n.inputs[0]) != 4 || rank(n.output) != 4 || rank(n.inputs[1]) != 4)
         return fail(Error::InvalidProgram, n.where(), ": input, filter and output must be 4-D (NHWC / OHWI)");
-      if (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3])
+      // Conv2d and DepthwiseConv2d pad asymmetric inputs explicitly (run_node); a transposed conv cannot.
+      if (n.kind == K::ConvTranspose2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
         return fail(Error::NotSupported, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
                     ", left ", n.conv[3], ", right ", n.conv[1], ") is not supported");
       if (n.conv[12] == 0) return fail(Error::InvalidProgram, n.where(), ": groups is 0");
@@ -77,7 +78,9 @@ inline Status check_node(const Graph& g, const Node& n) {
     case K::MaxPooling2d: case K::AvgPooling2d:
       if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
         return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
-      if (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3])
+      // Max pooling pads asymmetric inputs explicitly with -inf (the exporter's ceil_mode); average pooling's
+      // divisor excludes padding, which explicit padding cannot express.
+      if (n.kind == K::AvgPooling2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
         return fail(Error::NotSupported, n.where(), ": asymmetric padding is not supported");
       break;
     case K::GlobalAvgPooling2d:
@@ -147,28 +150,31 @@ class Executor {
     e->ptr_.assign(g.values.size(), nullptr);
     e->storage_.resize(g.values.size());
     for (const Node& n : g.nodes) ETRT_CHECK_OK(detail::check_node(g, n));
+    ETRT_TRY(const Plan plan, plan_intermediates(g));
     // Bound what a payload may ask for before allocating (a corrupt dim must not exhaust memory).
-    uint64_t total_bytes = 0;
+    uint64_t total_bytes = plan.arena_floats * sizeof(float);
     for (const Value& v : g.values)
-      if (v.present && !(v.flags & (kValueExternalInput | kValueExternalOutput)))
-        total_bytes += static_cast<uint64_t>(v.numel) * sizeof(float);
+      if (v.present && !v.constant.empty()) total_bytes += v.constant.size();
     if (total_bytes > kMaxStorageBytes)
-      return fail(Error::MemoryAllocationFailed, "XNNPACK graph: its values need ", total_bytes,
+      return fail(Error::MemoryAllocationFailed, "XNNPACK graph: its constants and intermediates need ", total_bytes,
                   " bytes, over the delegate's limit of ", kMaxStorageBytes);
+    // Default-initialised: pages are touched by the first node that writes them, not here.
+    e->arena_.reset(new (std::nothrow) float[std::max<uint64_t>(plan.arena_floats, 1)]);
+    if (!e->arena_) return fail(Error::MemoryAllocationFailed, "XNNPACK graph: cannot allocate ", total_bytes, " bytes");
     for (size_t id = 0; id < g.values.size(); ++id) {
       const Value& v = g.values[id];
-      if (!v.present || (v.flags & (kValueExternalInput | kValueExternalOutput))) continue;
-      // Default-initialised: pages are touched by the first node that writes them, not here.
-      e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
-      if (!e->storage_[id])
-        return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
-      if (!v.constant.empty()) std::memcpy(e->storage_[id].get(), v.constant.data(), v.constant.size());
-      e->ptr_[id] = e->storage_[id].get();
+      if (!v.present) continue;
+      if (!v.constant.empty()) {
+        // Copied once: named data may sit at any byte offset, the kernels read aligned floats.
+        e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
+        if (!e->storage_[id])
+          return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
+        std::memcpy(e->storage_[id].get(), v.constant.data(), v.constant.size());
+        e->ptr_[id] = e->storage_[id].get();
+      } else if (plan.offset[id] >= 0) {
+        e->ptr_[id] = e->arena_.get() + plan.offset[id];
+      }
     }
-    for (const Node& n : g.nodes)
-      for (uint32_t id : n.inputs)
-        if (id != kNoValue && !e->ptr_[id] && !(g.values[id].flags & (kValueExternalInput | kValueExternalOutput)))
-          return fail(Error::InvalidProgram, n.where(), ": input value ", id, " has no storage");
     e->g_ = std::move(g);
     return e;
   }
@@ -213,6 +219,65 @@ class Executor {
   using F = types<float>;
   Executor() = default;
 
+  struct Plan {
+    std::vector<int64_t> offset;  // floats into the arena, -1 for constants, externals and unused values
+    uint64_t arena_floats = 0;
+  };
+
+  /// Liveness-planned placement of the intermediates in one arena: a value lives from the node that writes it to
+  /// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
+  /// aliases its inputs). Also rejects a graph that reads an intermediate no earlier node wrote.
+  static Result<Plan> plan_intermediates(const Graph& g) {
+    const size_t nv = g.values.size();
+    const auto internal = [&](uint32_t id) {
+      const Value& v = g.values[id];
+      return v.constant.empty() && !(v.flags & (kValueExternalInput | kValueExternalOutput));
+    };
+    std::vector<int64_t> def(nv, -1), last(nv, -1);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      for (uint32_t id : n.inputs) {
+        if (id == kNoValue || !internal(id)) continue;
+        if (def[id] < 0)
+          return fail(Error::InvalidProgram, n.where(), ": reads value ", id, ", which no earlier node writes");
+        last[id] = static_cast<int64_t>(i);
+      }
+      if (internal(n.output)) {
+        if (def[n.output] >= 0)
+          return fail(Error::InvalidProgram, n.where(), ": value ", n.output, " is written by two nodes");
+        def[n.output] = last[n.output] = static_cast<int64_t>(i);
+      }
+    }
+    std::vector<uint32_t> order;
+    for (uint32_t id = 0; id < nv; ++id)
+      if (def[id] >= 0) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return g.values[a].numel > g.values[b].numel; });
+    constexpr int64_t kAlignFloats = 16;  // 64-byte blocks
+    Plan p;
+    p.offset.assign(nv, -1);
+    std::vector<uint32_t> placed;
+    for (uint32_t id : order) {
+      const int64_t size = (std::max<int64_t>(g.values[id].numel, 1) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+      // First fit below the blocks of every placed value whose life overlaps this one's.
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (uint32_t o : placed)
+        if (def[o] <= last[id] && def[id] <= last[o])
+          busy.emplace_back(p.offset[o], p.offset[o] + (std::max<int64_t>(g.values[o].numel, 1) + kAlignFloats - 1) /
+                                                          kAlignFloats * kAlignFloats);
+      std::sort(busy.begin(), busy.end());
+      int64_t at = 0;
+      for (const auto& [lo, hi] : busy) {
+        if (at + size <= lo) break;
+        at = std::max(at, hi);
+      }
+      p.offset[id] = at;
+      p.arena_floats = std::max<uint64_t>(p.arena_floats, static_cast<uint64_t>(at + size));
+      placed.push_back(id);
+    }
+    return p;
+  }
+
   Result<Tensor> flat(uint32_t id) const {
     return Tensor::make(ScalarType::Float, g_.values[id].dims, {}, ptr_[id]);
   }
@@ -241,6 +306,28 @@ class Executor {
     const std::array<int64_t, 4> sizes{d[0], d[3], d[1], d[2]};
     static constexpr std::array<uint8_t, 4> order{0, 2, 3, 1};
     return Tensor::make(ScalarType::Float, sizes, order, const_cast<void*>(p));
+  }
+
+  /// The input of a convolution or pooling node as an NCHW view. Asymmetric padding (top/bottom or left/right
+  /// differ) is applied here, into `buf`, with `value`; `pad` receives the symmetric padding left for the kernel.
+  Result<Tensor> spatial_input(KernelContext& ctx, const Node& n, float value, std::vector<float>& buf,
+                               std::array<int64_t, 2>& pad) const {
+    const uint32_t top = n.conv[0], right = n.conv[1], bottom = n.conv[2], left = n.conv[3];
+    if (top == bottom && left == right) {
+      pad = {top, left};
+      return nchw(n.inputs[0]);
+    }
+    pad = {0, 0};
+    const auto& d = g_.values[n.inputs[0]].dims;  // NHWC, 4-D: check_node
+    const std::array<int64_t, 4> padded{d[0], d[1] + top + bottom, d[2] + left + right, d[3]};
+    buf.resize(static_cast<size_t>(detail::product(padded)));
+    ETRT_TRY(Tensor x, flat(n.inputs[0]));
+    ETRT_TRY(Tensor px, Tensor::make(ScalarType::Float, padded, {}, buf.data()));
+    const std::array<int64_t, 6> pads{0, 0, left, right, top, bottom};  // (C, W, H) pairs, last dim first
+    ETRT_CHECK_OK(kernels::constant_pad_nd_out<F>(ctx, x, pads, detail::fscalar(value), px));
+    const std::array<int64_t, 4> sizes{padded[0], padded[3], padded[1], padded[2]};
+    static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, buf.data());
   }
 
   Status copy(const Node& n) {
@@ -333,7 +420,9 @@ class Executor {
         return k::linear_out<F>(ctx, x, w, bias ? &*bias : nullptr, o);
       }
       case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
-        ETRT_TRY(Tensor x, nchw(n.inputs[0]));
+        std::vector<float> padded;
+        std::array<int64_t, 2> pad{};
+        ETRT_TRY(Tensor x, spatial_input(ctx, n, 0.f, padded, pad));
         ETRT_TRY(Tensor o, nchw(n.output));
         ETRT_TRY(Tensor w, conv_weight(n));
         std::optional<Tensor> bias;
@@ -341,7 +430,7 @@ class Executor {
           ETRT_TRY(Tensor b, flat(n.inputs[2]));
           bias = b;
         }
-        const std::array<int64_t, 2> stride{n.conv[6], n.conv[7]}, pad{n.conv[0], n.conv[3]};
+        const std::array<int64_t, 2> stride{n.conv[6], n.conv[7]};
         const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
         const std::array<int64_t, 2> adj{n.conv[13], n.conv[14]};
         const bool transposed = n.kind == K::ConvTranspose2d;
@@ -350,10 +439,11 @@ class Executor {
                                      n.conv[12], o);
       }
       case K::MaxPooling2d: case K::AvgPooling2d: {
-        ETRT_TRY(Tensor x, nchw(n.inputs[0]));
+        std::vector<float> padded;
+        std::array<int64_t, 2> pad{};
+        ETRT_TRY(Tensor x, spatial_input(ctx, n, -std::numeric_limits<float>::infinity(), padded, pad));
         ETRT_TRY(Tensor o, nchw(n.output));
         const std::array<int64_t, 2> ks{n.conv[4], n.conv[5]}, stride{n.conv[6], n.conv[7]};
-        const std::array<int64_t, 2> pad{n.conv[0], n.conv[3]};
         if (n.kind == K::AvgPooling2d)
           return k::avg_pool2d_out<F>(ctx, x, ks, stride, pad, false, false, std::nullopt, o);
         const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
@@ -450,7 +540,8 @@ class Executor {
   }
 
   Graph g_;
-  std::vector<std::unique_ptr<float[]>> storage_;  // constants and internal values, by value id
+  std::vector<std::unique_ptr<float[]>> storage_;  // constants, by value id
+  std::unique_ptr<float[]> arena_;                  // intermediates, placed by plan_intermediates
   std::vector<float*> ptr_;
   std::mutex mu_;
 };

@@ -188,7 +188,7 @@ inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t ind
   v.present = true;
   v.flags = flags;
   v.external_id = ext;
-  constexpr int64_t kMaxElems = int64_t{1} << 40;
+  constexpr int64_t kMaxElems = int64_t{1} << 32;  // keeps sums over all values far from overflow
   for (uint32_t d = 0; d < num_dims; ++d) {
     v.dims.push_back(dims[d]);
     if (dims[d] != 0 && v.numel > kMaxElems / dims[d])
