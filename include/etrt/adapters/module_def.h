@@ -27,6 +27,8 @@
 #define ETRT_ADAPTERS_CUDA_DELEGATE 0
 #endif
 
+#include "etrt/backends/xnnpack/xnnpack_backend.h"  // the XnnpackBackend delegate, registered in every build
+
 // The CUDA delegate with host kernels, for the _testing_emulate_cuda hook.
 #if __has_include("etrt/backends/cuda/cuda_backend.h") && __has_include("etrt/backends/cuda/host_ops.h")
 #include "etrt/backends/cuda/cuda_backend.h"
@@ -81,6 +83,8 @@ inline void python_log_sink(LogLevel, std::string_view message) {
 
 /// Installs the CUDA-enabled build's device layer and delegate (a no-op in a build without CUDA).
 inline void init_device_runtime() {
+  // Every build: programs lowered with upstream's XnnpackPartitioner run their subgraphs on the portable kernels.
+  device_runtime().register_backend(::etrt::xnnpack::kXnnpackBackendId, &::etrt::xnnpack::xnnpack_delegate());
 #if ETRT_ADAPTERS_CUDA
   DeviceRuntime& rt = device_runtime();
   const auto& dev = ::etrt::cuda::cuda_device();

@@ -4,6 +4,7 @@
 // constructors with side effects).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -24,6 +25,15 @@ class BackendInterface {
   /// Prepares a payload; the returned handle is passed to execute and released with the Method.
   virtual Result<std::shared_ptr<void>> init(std::span<const uint8_t> payload,
                                              std::span<const CompileSpec> compile_specs) const = 0;
+  /// Resolves a key of the program's named data (constants a delegate stores outside its payload).
+  using NamedDataFn = std::function<Result<std::span<const uint8_t>>(std::string_view key)>;
+  /// init for delegates whose payload refers to the program's named data (the XNNPACK payload does); the Method
+  /// calls this one. `named` may be empty. Delegates that never read named data keep the default.
+  virtual Result<std::shared_ptr<void>> init_with_named_data(std::span<const uint8_t> payload,
+                                                             std::span<const CompileSpec> compile_specs,
+                                                             const NamedDataFn& /*named*/) const {
+    return init(payload, compile_specs);
+  }
   /// Runs the delegate over its arguments (inputs then outputs, as the exporter ordered them).
   virtual Status execute(void* handle, std::span<EValue* const> args) const = 0;
 };

@@ -404,7 +404,17 @@ inline Status Method::load_delegates(const fb::Table& plan, const fb::Reader& r,
     } else {
       return fail(Error::InvalidProgram, where(), ": delegate ", i, " has invalid data location ", loc);
     }
-    auto handle = backend->init(payload, specs);
+    const Program* program = program_.get();
+    // The program's own named data first, then the external data file (.ptd) the program was loaded with.
+    const FlatTensorData* data_map = options.data_map;
+    const BackendInterface::NamedDataFn named =
+        [program, data_map](std::string_view key) -> Result<std::span<const uint8_t>> {
+      auto own = program->named_data(key);
+      if (own || !data_map) return own;
+      ETRT_TRY(const NamedBlob* blob, data_map->get(key));
+      return std::span<const uint8_t>(blob->bytes);
+    };
+    auto handle = backend->init_with_named_data(payload, specs, named);
     if (!handle) return fail(handle.error().code, where(), ": backend '", id, "' init failed: ", handle.error().what);
     delegates_.push_back({backend, std::move(*handle), std::string(id)});
   }

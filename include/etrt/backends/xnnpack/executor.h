@@ -1,0 +1,549 @@
+// Runs a validated XNNPACK Graph with the portable kernels (no XNNPACK library).
+//
+// Layouts: an XNN value's dims describe its memory, row-major. Spatial nodes (convolutions, pooling, resize) work
+// in NHWC with OHWI filters, so the executor hands the kernels NCHW-shaped views whose dim_order is channels-last
+// ({0,2,3,1}); filters get the dim_order that maps torch's weight layout onto XNNPACK's (see conv_weight). No data
+// is permuted: a view with a dim_order is just strides.
+//
+// Memory: constants are copied once into float-aligned storage (named data may sit at any byte offset);
+// intermediates share one liveness-planned arena; external values (the DelegateCall's args) are bound per call.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>  // std::nothrow
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "etrt/backends/xnnpack/payload.h"
+#include "etrt/core/evalue.h"
+#include "etrt/kernels/kernel.h"
+#include "etrt/kernels/ops/activation.h"
+#include "etrt/kernels/ops/arithmetic.h"
+#include "etrt/kernels/ops/conv.h"
+#include "etrt/kernels/ops/linalg.h"
+#include "etrt/kernels/ops/pool.h"
+#include "etrt/kernels/ops/reduce.h"
+#include "etrt/kernels/ops/shape.h"
+#include "etrt/kernels/ops/softmax.h"
+#include "etrt/kernels/ops/unary.h"
+#include "etrt/kernels/ops/upsample.h"
+
+namespace etrt::xnnpack {
+
+namespace detail {
+
+inline Scalar fscalar(double d) {
+  Scalar s;
+  s.v = d;
+  return s;
+}
+inline Scalar iscalar(int64_t i) {
+  Scalar s;
+  s.v = i;
+  return s;
+}
+
+inline int64_t product(std::span<const int64_t> d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+/// Checks what depends only on the graph, so execute can rely on it (Note: each case says what run_node assumes).
+inline Status check_node(const Graph& g, const Node& n) {
+  using K = NodeKind;
+  const Value& out = g.values[n.output];
+  const Value& in0 = g.values[n.inputs[0]];
+  const auto rank = [&](uint32_t id) { return static_cast<int64_t>(g.values[id].dims.size()); };
+  switch (n.kind) {
+    case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
+      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4 || rank(n.inputs[1]) != 4)
+        return fail(Error::InvalidProgram, n.where(), ": input, filter and output must be 4-D (NHWC / OHWI)");
+      // Conv2d and DepthwiseConv2d pad asymmetric inputs explicitly (run_node); a transposed conv cannot.
+      if (n.kind == K::ConvTranspose2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
+        return fail(Error::NotSupported, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
+                    ", left ", n.conv[3], ", right ", n.conv[1], ") is not supported");
+      if (n.conv[12] == 0) return fail(Error::InvalidProgram, n.where(), ": groups is 0");
+      if (n.kind == K::ConvTranspose2d && n.conv[12] != 1)
+        return fail(Error::NotSupported, n.where(), ": grouped transposed convolution is not supported");
+      if (n.inputs[2] != kNoValue && rank(n.inputs[2]) != 1)
+        return fail(Error::InvalidProgram, n.where(), ": bias must be 1-D");
+      break;
+    }
+    case K::MaxPooling2d: case K::AvgPooling2d:
+      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
+        return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
+      // Max pooling pads asymmetric inputs explicitly with -inf (the exporter's ceil_mode); average pooling's
+      // divisor excludes padding, which explicit padding cannot express.
+      if (n.kind == K::AvgPooling2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
+        return fail(Error::NotSupported, n.where(), ": asymmetric padding is not supported");
+      break;
+    case K::GlobalAvgPooling2d:
+    case K::StaticResizeBilinear2D:
+      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
+        return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
+      break;
+    case K::StaticTranspose: {
+      if (static_cast<int64_t>(n.ints.size()) != rank(n.inputs[0]))
+        return fail(Error::InvalidProgram, n.where(), ": perm has ", n.ints.size(), " dims, input has ", rank(n.inputs[0]));
+      std::vector<bool> seen(n.ints.size());
+      for (int64_t p : n.ints) {
+        if (p < 0 || p >= static_cast<int64_t>(n.ints.size()) || seen[p])
+          return fail(Error::InvalidProgram, n.where(), ": perm ", shape_str(n.ints), " is not a permutation");
+        seen[p] = true;
+      }
+      break;
+    }
+    case K::StaticReshape: case K::Convert: case K::Copy: case K::Clamp:
+      // run_node copies bytes: the element counts must agree.
+      if (in0.numel != out.numel)
+        return fail(Error::InvalidProgram, n.where(), ": input has ", in0.numel, " elements, output ", out.numel);
+      break;
+    case K::StaticSlice:
+      if (static_cast<int64_t>(n.ints.size()) != 2 * rank(n.inputs[0]))
+        return fail(Error::InvalidProgram, n.where(), ": offsets/sizes do not match the input rank");
+      for (size_t d = 0; d < in0.dims.size(); ++d) {
+        const int64_t off = n.ints[d], size = n.ints[in0.dims.size() + d];
+        if (off > in0.dims[d] || (size != 0 && size > in0.dims[d] - off))
+          return fail(Error::InvalidProgram, n.where(), ": slice [", off, ", +", size, ") outside dim ", d,
+                      " of size ", in0.dims[d]);
+      }
+      break;
+    case K::StaticConstantPad:
+      if (static_cast<int64_t>(n.ints.size()) != 2 * rank(n.inputs[0]))
+        return fail(Error::InvalidProgram, n.where(), ": paddings do not match the input rank");
+      break;
+    case K::Concatenate2: case K::Concatenate3: case K::Concatenate4: case K::Concatenate5:
+      if (n.axis >= out.dims.size()) return fail(Error::InvalidProgram, n.where(), ": axis ", n.axis, " out of range");
+      break;
+    case K::BatchMatrixMultiply: {
+      if (n.flags != 0) return fail(Error::NotSupported, n.where(), ": flags ", n.flags, " (transposed B) not supported");
+      const Value& b = g.values[n.inputs[1]];
+      if (in0.dims.size() < 3 || b.dims.size() != in0.dims.size() ||
+          !std::equal(in0.dims.begin(), in0.dims.end() - 2, b.dims.begin()))
+        return fail(Error::NotSupported, n.where(), ": only equal-batch matrix products of rank >= 3 are supported (",
+                    shape_str(in0.dims), " x ", shape_str(b.dims), ")");
+      break;
+    }
+    case K::ArgMaxPooling2d: case K::ScaledDotProductAttention:
+      return fail(Error::NotSupported, n.where(), " is not supported");
+    default:
+      break;
+  }
+  return {};
+}
+
+}  // namespace detail
+
+class Executor {
+ public:
+  /// Upper bound on one graph's own storage (constants plus intermediates, one buffer each).
+  static constexpr uint64_t kMaxStorageBytes = uint64_t{4} << 30;
+
+  static Result<std::unique_ptr<Executor>> create(Graph g) {
+    auto e = std::unique_ptr<Executor>(new Executor());
+    e->ptr_.assign(g.values.size(), nullptr);
+    e->storage_.resize(g.values.size());
+    for (const Node& n : g.nodes) ETRT_CHECK_OK(detail::check_node(g, n));
+    ETRT_TRY(const Plan plan, plan_intermediates(g));
+    // Bound what a payload may ask for before allocating (a corrupt dim must not exhaust memory).
+    uint64_t total_bytes = plan.arena_floats * sizeof(float);
+    for (const Value& v : g.values)
+      if (v.present && !v.constant.empty()) total_bytes += v.constant.size();
+    if (total_bytes > kMaxStorageBytes)
+      return fail(Error::MemoryAllocationFailed, "XNNPACK graph: its constants and intermediates need ", total_bytes,
+                  " bytes, over the delegate's limit of ", kMaxStorageBytes);
+    // Default-initialised: pages are touched by the first node that writes them, not here.
+    e->arena_.reset(new (std::nothrow) float[std::max<uint64_t>(plan.arena_floats, 1)]);
+    if (!e->arena_) return fail(Error::MemoryAllocationFailed, "XNNPACK graph: cannot allocate ", total_bytes, " bytes");
+    for (size_t id = 0; id < g.values.size(); ++id) {
+      const Value& v = g.values[id];
+      if (!v.present) continue;
+      if (!v.constant.empty()) {
+        // Copied once: named data may sit at any byte offset, the kernels read aligned floats.
+        e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
+        if (!e->storage_[id])
+          return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
+        std::memcpy(e->storage_[id].get(), v.constant.data(), v.constant.size());
+        e->ptr_[id] = e->storage_[id].get();
+      } else if (plan.offset[id] >= 0) {
+        e->ptr_[id] = e->arena_.get() + plan.offset[id];
+      }
+    }
+    e->g_ = std::move(g);
+    return e;
+  }
+
+  Status execute(std::span<EValue* const> args) {
+    std::lock_guard<std::mutex> lock(mu_);  // the bound external pointers are per call
+    if (args.size() != g_.num_externs)
+      return fail(Error::InvalidArgument, "XnnpackBackend: ", args.size(), " arguments, the graph has ",
+                  g_.num_externs, " external values");
+    for (size_t id = 0; id < g_.values.size(); ++id) {
+      const Value& v = g_.values[id];
+      if (!v.present || !(v.flags & (kValueExternalInput | kValueExternalOutput))) continue;
+      EValue* a = args[v.external_id];  // external_id < num_externs: checked by parse_payload
+      if (!a || !a->is_tensor())
+        return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is not a tensor");
+      ETRT_TRY(Tensor* tp, a->to_tensor("XnnpackBackend argument"));
+      Tensor& t = *tp;
+      if (t.dtype() != ScalarType::Float || t.numel() != v.numel)
+        return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is ", t.describe(),
+                    ", the graph expects float32", shape_str(v.dims));
+      if (t.numel() > 0 && !t.data())
+        return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " has no data");
+      ptr_[id] = static_cast<float*>(t.data());
+    }
+    KernelContext ctx;
+    for (const Node& n : g_.nodes) {
+      Status s = run_node(ctx, n);
+      if (!s) return fail(s.error().code, n.where(), ": ", s.error().what);
+      if (n.has_min_max && (n.out_min > -std::numeric_limits<float>::infinity() ||
+                            n.out_max < std::numeric_limits<float>::infinity())) {
+        ETRT_TRY(Tensor o, flat(n.output));
+        ETRT_CHECK_OK(kernels::clamp_out<F>(ctx, o, std::optional<Scalar>(detail::fscalar(n.out_min)),
+                                            std::optional<Scalar>(detail::fscalar(n.out_max)), o));
+      }
+    }
+    return {};
+  }
+
+  const Graph& graph() const { return g_; }
+
+ private:
+  using F = types<float>;
+  Executor() = default;
+
+  struct Plan {
+    std::vector<int64_t> offset;  // floats into the arena, -1 for constants, externals and unused values
+    uint64_t arena_floats = 0;
+  };
+
+  /// Liveness-planned placement of the intermediates in one arena: a value lives from the node that writes it to
+  /// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
+  /// aliases its inputs). Also rejects a graph that reads an intermediate no earlier node wrote.
+  static Result<Plan> plan_intermediates(const Graph& g) {
+    const size_t nv = g.values.size();
+    const auto internal = [&](uint32_t id) {
+      const Value& v = g.values[id];
+      return v.constant.empty() && !(v.flags & (kValueExternalInput | kValueExternalOutput));
+    };
+    std::vector<int64_t> def(nv, -1), last(nv, -1);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      for (uint32_t id : n.inputs) {
+        if (id == kNoValue || !internal(id)) continue;
+        if (def[id] < 0)
+          return fail(Error::InvalidProgram, n.where(), ": reads value ", id, ", which no earlier node writes");
+        last[id] = static_cast<int64_t>(i);
+      }
+      if (internal(n.output)) {
+        if (def[n.output] >= 0)
+          return fail(Error::InvalidProgram, n.where(), ": value ", n.output, " is written by two nodes");
+        def[n.output] = last[n.output] = static_cast<int64_t>(i);
+      }
+    }
+    std::vector<uint32_t> order;
+    for (uint32_t id = 0; id < nv; ++id)
+      if (def[id] >= 0) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return g.values[a].numel > g.values[b].numel; });
+    constexpr int64_t kAlignFloats = 16;  // 64-byte blocks
+    Plan p;
+    p.offset.assign(nv, -1);
+    std::vector<uint32_t> placed;
+    for (uint32_t id : order) {
+      const int64_t size = (std::max<int64_t>(g.values[id].numel, 1) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+      // First fit below the blocks of every placed value whose life overlaps this one's.
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (uint32_t o : placed)
+        if (def[o] <= last[id] && def[id] <= last[o])
+          busy.emplace_back(p.offset[o], p.offset[o] + (std::max<int64_t>(g.values[o].numel, 1) + kAlignFloats - 1) /
+                                                          kAlignFloats * kAlignFloats);
+      std::sort(busy.begin(), busy.end());
+      int64_t at = 0;
+      for (const auto& [lo, hi] : busy) {
+        if (at + size <= lo) break;
+        at = std::max(at, hi);
+      }
+      p.offset[id] = at;
+      p.arena_floats = std::max<uint64_t>(p.arena_floats, static_cast<uint64_t>(at + size));
+      placed.push_back(id);
+    }
+    return p;
+  }
+
+  Result<Tensor> flat(uint32_t id) const {
+    return Tensor::make(ScalarType::Float, g_.values[id].dims, {}, ptr_[id]);
+  }
+  /// An NHWC buffer as the NCHW tensor the kernels expect (channels-last dim_order).
+  Result<Tensor> nchw(uint32_t id) const {
+    const auto& d = g_.values[id].dims;  // 4-D: check_node
+    const std::array<int64_t, 4> sizes{d[0], d[3], d[1], d[2]};
+    static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, ptr_[id]);
+  }
+  /// The filter as torch's weight: OHWI -> [O, I, KH, KW]; depthwise [1, KH, KW, O] -> [O, 1, KH, KW];
+  /// transposed OHWI (groups 1) -> torch's transposed [I, O, KH, KW].
+  Result<Tensor> conv_weight(const Node& n) const {
+    const auto& d = g_.values[n.inputs[1]].dims;
+    const void* p = ptr_[n.inputs[1]];
+    if (n.kind == NodeKind::DepthwiseConv2d) {
+      const std::array<int64_t, 4> sizes{d[3], d[0], d[1], d[2]};
+      static constexpr std::array<uint8_t, 4> order{1, 2, 3, 0};
+      return Tensor::make(ScalarType::Float, sizes, order, const_cast<void*>(p));
+    }
+    if (n.kind == NodeKind::ConvTranspose2d) {
+      const std::array<int64_t, 4> sizes{d[3], d[0], d[1], d[2]};
+      static constexpr std::array<uint8_t, 4> order{1, 2, 3, 0};
+      return Tensor::make(ScalarType::Float, sizes, order, const_cast<void*>(p));
+    }
+    const std::array<int64_t, 4> sizes{d[0], d[3], d[1], d[2]};
+    static constexpr std::array<uint8_t, 4> order{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, order, const_cast<void*>(p));
+  }
+
+  /// The input of a convolution or pooling node as an NCHW view. Asymmetric padding (top/bottom or left/right
+  /// differ) is applied here, into `buf`, with `value`; `pad` receives the symmetric padding left for the kernel.
+  Result<Tensor> spatial_input(KernelContext& ctx, const Node& n, float value, std::vector<float>& buf,
+                               std::array<int64_t, 2>& pad) const {
+    const uint32_t top = n.conv[0], right = n.conv[1], bottom = n.conv[2], left = n.conv[3];
+    if (top == bottom && left == right) {
+      pad = {top, left};
+      return nchw(n.inputs[0]);
+    }
+    pad = {0, 0};
+    const auto& d = g_.values[n.inputs[0]].dims;  // NHWC, 4-D: check_node
+    const std::array<int64_t, 4> padded{d[0], d[1] + top + bottom, d[2] + left + right, d[3]};
+    buf.resize(static_cast<size_t>(detail::product(padded)));
+    ETRT_TRY(Tensor x, flat(n.inputs[0]));
+    ETRT_TRY(Tensor px, Tensor::make(ScalarType::Float, padded, {}, buf.data()));
+    const std::array<int64_t, 6> pads{0, 0, left, right, top, bottom};  // (C, W, H) pairs, last dim first
+    ETRT_CHECK_OK(kernels::constant_pad_nd_out<F>(ctx, x, pads, detail::fscalar(value), px));
+    const std::array<int64_t, 4> sizes{padded[0], padded[3], padded[1], padded[2]};
+    static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, buf.data());
+  }
+
+  Status copy(const Node& n) {
+    // Equal element counts: check_node.
+    const size_t bytes = static_cast<size_t>(g_.values[n.output].numel) * sizeof(float);
+    if (bytes) std::memmove(ptr_[n.output], ptr_[n.inputs[0]], bytes);
+    return {};
+  }
+
+  Status run_node(KernelContext& ctx, const Node& n) {
+    namespace k = kernels;
+    using K = NodeKind;
+    switch (n.kind) {
+      case K::Add: case K::Subtract: case K::Multiply: case K::Div: case K::Minimum: case K::Maximum: {
+        ETRT_TRY(Tensor a, flat(n.inputs[0]));
+        ETRT_TRY(Tensor b, flat(n.inputs[1]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        switch (n.kind) {
+          case K::Add: return k::add_out<F>(ctx, a, b, detail::iscalar(1), o);
+          case K::Subtract: return k::sub_out<F>(ctx, a, b, detail::iscalar(1), o);
+          case K::Multiply: return k::mul_out<F>(ctx, a, b, o);
+          case K::Div: return k::div_out<F>(ctx, a, b, o);
+          case K::Minimum: return k::minimum_out<F>(ctx, a, b, o);
+          default: return k::maximum_out<F>(ctx, a, b, o);
+        }
+      }
+      case K::PReLU: {
+        // prelu(x, w) = max(x, 0) + w * min(x, 0), composed from the binary kernels (w broadcasts on channels,
+        // the last NHWC dim).
+        ETRT_TRY(Tensor x, flat(n.inputs[0]));
+        ETRT_TRY(Tensor w, flat(n.inputs[1]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        std::vector<float> neg(static_cast<size_t>(x.numel()));
+        float zero = 0.f;
+        ETRT_TRY(Tensor z, Tensor::make(ScalarType::Float, {}, {}, &zero));
+        ETRT_TRY(Tensor tn, Tensor::make(ScalarType::Float, x.sizes(), {}, neg.data()));
+        ETRT_CHECK_OK(k::minimum_out<F>(ctx, x, z, tn));
+        ETRT_CHECK_OK(k::mul_out<F>(ctx, tn, w, tn));
+        ETRT_CHECK_OK(k::maximum_out<F>(ctx, x, z, o));
+        return k::add_out<F>(ctx, o, tn, detail::iscalar(1), o);
+      }
+      case K::Softmax: case K::Sigmoid: case K::Tanh: case K::Hardswish: case K::Gelu: case K::Abs: case K::Negate:
+      case K::SquareRoot: case K::ReciprocalSquareRoot: case K::Exp: case K::Log: case K::Floor: case K::Ceiling:
+      case K::Sin: case K::Cos: case K::Square: case K::LeakyReLU: case K::ELU: {
+        ETRT_TRY(Tensor x, flat(n.inputs[0]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        switch (n.kind) {
+          case K::Softmax: return k::softmax_out<F>(ctx, x, std::max<int64_t>(x.dim() - 1, 0), false, o);
+          case K::Sigmoid: return k::sigmoid_out<F>(ctx, x, o);
+          case K::Tanh: return k::tanh_out<F>(ctx, x, o);
+          case K::Hardswish: return k::hardswish_out<F>(ctx, x, o);
+          case K::Gelu: return k::gelu_out<F>(ctx, x, "none", o);
+          case K::Abs: return k::abs_out<F>(ctx, x, o);
+          case K::Negate: return k::neg_out<F>(ctx, x, o);
+          case K::SquareRoot: return k::sqrt_out<F>(ctx, x, o);
+          case K::ReciprocalSquareRoot: return k::rsqrt_out<F>(ctx, x, o);
+          case K::Exp: return k::exp_out<F>(ctx, x, o);
+          case K::Log: return k::log_out<F>(ctx, x, o);
+          case K::Floor: return k::floor_out<F>(ctx, x, o);
+          case K::Ceiling: return k::ceil_out<F>(ctx, x, o);
+          case K::Sin: return k::sin_out<F>(ctx, x, o);
+          case K::Cos: return k::cos_out<F>(ctx, x, o);
+          case K::Square: return k::mul_out<F>(ctx, x, x, o);
+          case K::LeakyReLU: return k::leaky_relu_out<F>(ctx, x, detail::fscalar(n.fparam), o);
+          default:
+            return k::elu_out<F>(ctx, x, detail::fscalar(n.fparam), detail::fscalar(1.0), detail::fscalar(1.0), o);
+        }
+      }
+      case K::Clamp: case K::Convert: case K::Copy: case K::StaticReshape:
+        return copy(n);  // Clamp's bounds are its output_min_max, applied by execute
+      case K::FullyConnected: {
+        ETRT_TRY(Tensor x, flat(n.inputs[0]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        const auto& wd = g_.values[n.inputs[1]].dims;
+        if (wd.size() != 2) return fail(Error::InvalidProgram, "filter must be 2-D, got ", shape_str(wd));
+        Tensor w;
+        if (n.flags & kFlagTransposeWeights) {
+          // [K, N] in memory: torch's [N, K] weight with a transposed dim_order.
+          const std::array<int64_t, 2> sizes{wd[1], wd[0]};
+          static constexpr std::array<uint8_t, 2> order{1, 0};
+          ETRT_TRY(w, Tensor::make(ScalarType::Float, sizes, order, ptr_[n.inputs[1]]));
+        } else {
+          ETRT_TRY(w, flat(n.inputs[1]));
+        }
+        std::optional<Tensor> bias;
+        if (n.inputs[2] != kNoValue) {
+          ETRT_TRY(Tensor b, flat(n.inputs[2]));
+          bias = b;
+        }
+        return k::linear_out<F>(ctx, x, w, bias ? &*bias : nullptr, o);
+      }
+      case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
+        std::vector<float> padded;
+        std::array<int64_t, 2> pad{};
+        ETRT_TRY(Tensor x, spatial_input(ctx, n, 0.f, padded, pad));
+        ETRT_TRY(Tensor o, nchw(n.output));
+        ETRT_TRY(Tensor w, conv_weight(n));
+        std::optional<Tensor> bias;
+        if (n.inputs[2] != kNoValue) {
+          ETRT_TRY(Tensor b, flat(n.inputs[2]));
+          bias = b;
+        }
+        const std::array<int64_t, 2> stride{n.conv[6], n.conv[7]};
+        const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
+        const std::array<int64_t, 2> adj{n.conv[13], n.conv[14]};
+        const bool transposed = n.kind == K::ConvTranspose2d;
+        return k::convolution_out<F>(ctx, x, w, bias ? &*bias : nullptr, stride, pad, dil, transposed,
+                                     transposed ? std::span<const int64_t>(adj) : std::span<const int64_t>(),
+                                     n.conv[12], o);
+      }
+      case K::MaxPooling2d: case K::AvgPooling2d: {
+        std::vector<float> padded;
+        std::array<int64_t, 2> pad{};
+        ETRT_TRY(Tensor x, spatial_input(ctx, n, -std::numeric_limits<float>::infinity(), padded, pad));
+        ETRT_TRY(Tensor o, nchw(n.output));
+        const std::array<int64_t, 2> ks{n.conv[4], n.conv[5]}, stride{n.conv[6], n.conv[7]};
+        if (n.kind == K::AvgPooling2d)
+          return k::avg_pool2d_out<F>(ctx, x, ks, stride, pad, false, false, std::nullopt, o);
+        const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
+        std::vector<int64_t> idx(static_cast<size_t>(o.numel()));
+        ETRT_TRY(Tensor it, Tensor::make(ScalarType::Long, o.sizes(), {}, idx.data()));
+        return k::max_pool2d_with_indices_out<F>(ctx, x, ks, stride, pad, dil, false, o, it);
+      }
+      case K::GlobalAvgPooling2d: {
+        ETRT_TRY(Tensor x, flat(n.inputs[0]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        const std::array<int64_t, 2> hw{1, 2};  // NHWC
+        return k::mean_out<F>(ctx, x, std::span<const int64_t>(hw), true, std::nullopt, o);
+      }
+      case K::StaticResizeBilinear2D: {
+        ETRT_TRY(Tensor x, nchw(n.inputs[0]));
+        ETRT_TRY(Tensor o, nchw(n.output));
+        const std::array<int64_t, 2> size{n.conv[0], n.conv[1]};
+        return k::upsample_bilinear2d_vec_out<F>(ctx, x, std::span<const int64_t>(size),
+                                                 (n.flags & kFlagAlignCorners) != 0, std::nullopt, o);
+      }
+      case K::StaticTranspose: {
+        ETRT_TRY(Tensor x, flat(n.inputs[0]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        return k::permute_copy_out<F>(ctx, x, n.ints, o);
+      }
+      case K::StaticConstantPad: {
+        ETRT_TRY(Tensor x, flat(n.inputs[0]));
+        ETRT_TRY(Tensor o, flat(n.output));
+        // constant_pad_nd lists (before, after) pairs from the last dim backwards.
+        const size_t r = x.dim();
+        std::vector<int64_t> pad;
+        for (size_t d = r; d-- > 0;) pad.insert(pad.end(), {n.ints[d], n.ints[r + d]});
+        return k::constant_pad_nd_out<F>(ctx, x, pad, detail::fscalar(n.fparam), o);
+      }
+      case K::Concatenate2: case K::Concatenate3: case K::Concatenate4: case K::Concatenate5: {
+        std::vector<Tensor> ts;
+        for (uint32_t id : n.inputs) {
+          ETRT_TRY(Tensor t, flat(id));
+          ts.push_back(t);
+        }
+        std::vector<Tensor*> ptrs;
+        for (Tensor& t : ts) ptrs.push_back(&t);
+        ETRT_TRY(Tensor o, flat(n.output));
+        return k::cat_out<F>(ctx, ptrs, n.axis, o);
+      }
+      case K::StaticSlice: {
+        // One slice_copy per sliced dim, through temporaries (the exporter slices one dim per node in practice).
+        ETRT_TRY(Tensor cur, flat(n.inputs[0]));
+        const size_t r = cur.dim();
+        std::vector<int64_t> sizes(cur.sizes().begin(), cur.sizes().end());
+        std::vector<std::vector<float>> tmp;
+        std::vector<size_t> sliced;
+        for (size_t d = 0; d < r; ++d) {
+          const int64_t size = n.ints[r + d] == 0 ? sizes[d] - n.ints[d] : n.ints[r + d];
+          if (n.ints[d] != 0 || size != sizes[d]) sliced.push_back(d);
+        }
+        if (sliced.empty()) return copy(n);
+        for (size_t j = 0; j < sliced.size(); ++j) {
+          const size_t d = sliced[j];
+          const int64_t off = n.ints[d], size = n.ints[r + d] == 0 ? sizes[d] - off : n.ints[r + d];
+          sizes[d] = size;
+          Tensor next;
+          if (j + 1 == sliced.size()) {
+            ETRT_TRY(next, flat(n.output));
+          } else {
+            tmp.emplace_back(static_cast<size_t>(detail::product(sizes)));
+            ETRT_TRY(next, Tensor::make(ScalarType::Float, sizes, {}, tmp.back().data()));
+          }
+          ETRT_CHECK_OK(k::slice_copy_tensor_out<F>(ctx, cur, static_cast<int64_t>(d), off, off + size, 1, next));
+          cur = next;
+        }
+        return {};
+      }
+      case K::BatchMatrixMultiply: {
+        // Leading dims folded into one batch (equal on both sides: check_node).
+        const auto& ad = g_.values[n.inputs[0]].dims;
+        const auto& bd = g_.values[n.inputs[1]].dims;
+        const auto& od = g_.values[n.output].dims;
+        const int64_t batch = detail::product(std::span<const int64_t>(ad).first(ad.size() - 2));
+        const std::array<int64_t, 3> as{batch, ad[ad.size() - 2], ad.back()}, bs{batch, bd[bd.size() - 2], bd.back()};
+        if (od.size() < 2) return fail(Error::InvalidProgram, "output must be at least 2-D");
+        const std::array<int64_t, 3> os{batch, od[od.size() - 2], od.back()};
+        if (detail::product(os) != g_.values[n.output].numel)
+          return fail(Error::InvalidProgram, "output ", shape_str(od), " does not match the batch of ", shape_str(ad));
+        ETRT_TRY(Tensor a, Tensor::make(ScalarType::Float, as, {}, ptr_[n.inputs[0]]));
+        ETRT_TRY(Tensor b, Tensor::make(ScalarType::Float, bs, {}, ptr_[n.inputs[1]]));
+        ETRT_TRY(Tensor o, Tensor::make(ScalarType::Float, os, {}, ptr_[n.output]));
+        return k::bmm_out<F>(ctx, a, b, o);
+      }
+      case K::ArgMaxPooling2d: case K::ScaledDotProductAttention:
+        break;  // refused by check_node
+    }
+    return fail(Error::NotSupported, "node kind is not supported");
+  }
+
+  Graph g_;
+  std::vector<std::unique_ptr<float[]>> storage_;  // constants, by value id
+  std::unique_ptr<float[]> arena_;                  // intermediates, placed by plan_intermediates
+  std::vector<float*> ptr_;
+  std::mutex mu_;
+};
+
+}  // namespace etrt::xnnpack

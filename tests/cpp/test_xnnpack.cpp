@@ -1,0 +1,190 @@
+// The XnnpackBackend delegate: its payload parser on the exporter's real payloads (tests/fixtures/xnnpack, made by
+// tools/export/export_xnnpack_fixtures.py), truncation and byte-flip sweeps (errors, never crashes), and whole
+// programs run through Method against torch eager's outputs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <fstream>  // npz_reader.h reads files with std::ifstream
+
+#include "device/npz_reader.h"
+#include "etrt/backends/xnnpack/xnnpack_backend.h"
+#include "test_support.h"
+
+using namespace etrt;
+using namespace etrt::xnnpack;
+
+namespace {
+
+std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path() / "xnnpack"; }
+
+/// The first XNNPACK payload of a program, found by its "XH00" header in the file (the exporter stores payloads
+/// as segments or inline; either way the bytes are contiguous), and the Program for its named data.
+struct Fixture {
+  std::shared_ptr<const Program> program;
+  std::vector<uint8_t> file;
+  std::span<const uint8_t> payload;
+};
+
+Fixture first_payload(const std::string& name) {
+  Fixture f;
+  const auto path = xnn_dir() / (name + ".pte");
+  f.program = etrt::test::load_program(path);
+  f.file = etrt::test::read_file(path);
+  const std::string_view bytes(reinterpret_cast<const char*>(f.file.data()), f.file.size());
+  const size_t at = bytes.find("XH00");
+  REQUIRE(at != std::string_view::npos);
+  REQUIRE(at >= 4);
+  const uint8_t* p = f.file.data() + at - 4;
+  REQUIRE(at - 4 + 30 <= f.file.size());
+  const uint64_t fb_end = uint64_t{fb::load_le<uint32_t>(p + 10)} + fb::load_le<uint32_t>(p + 14);
+  const uint64_t cd_end = uint64_t{fb::load_le<uint32_t>(p + 18)} + fb::load_le<uint64_t>(p + 22);
+  const uint64_t size = std::max(fb_end, cd_end);
+  REQUIRE(at - 4 + size <= f.file.size());
+  f.payload = std::span<const uint8_t>(p, size);
+  return f;
+}
+
+NamedDataLookup lookup(const Program& p) {
+  return [&p](std::string_view key) { return p.named_data(key); };
+}
+
+const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",   "xnn_transformer",
+                                 "xnn_elementwise", "xnn_spatial", "xnn_ceilpool"};
+
+}  // namespace
+
+TEST_CASE("XNNPACK: the exporter's payloads parse and validate", "[xnnpack][payload]") {
+  for (const char* name : kFixtures) {
+    INFO(name);
+    const Fixture f = first_payload(name);
+    auto g = parse_payload(f.payload, lookup(*f.program));
+    INFO((g ? std::string() : g.error().what));
+    REQUIRE(g.has_value());
+    CHECK_FALSE(g->nodes.empty());
+    CHECK_FALSE(g->input_ids.empty());
+    CHECK_FALSE(g->output_ids.empty());
+    auto e = Executor::create(std::move(*g));
+    INFO((e ? std::string() : e.error().what));
+    CHECK(e.has_value());
+  }
+}
+
+TEST_CASE("XNNPACK: the MLP payload decodes to FullyConnected nodes over named constants", "[xnnpack][payload]") {
+  const Fixture f = first_payload("xnn_mlp");
+  auto g = parse_payload(f.payload, lookup(*f.program));
+  REQUIRE(g.has_value());
+  CHECK(g->nodes[0].kind == NodeKind::FullyConnected);
+  CHECK(g->nodes[0].has_min_max);  // the ReLU after the first linear is fused as output_min_max
+  CHECK(g->nodes[0].out_min == 0.f);
+  const Value& w = g->values[g->nodes[0].inputs[1]];
+  CHECK(w.dims == std::vector<int64_t>{32, 16});
+  CHECK(w.constant.size() == 32 * 16 * sizeof(float));
+}
+
+TEST_CASE("XNNPACK: constants naming missing data are a load error naming the key", "[xnnpack][payload]") {
+  const Fixture f = first_payload("xnn_mlp");
+  const NamedDataLookup none = [](std::string_view key) -> Result<std::span<const uint8_t>> {
+    return fail(Error::NotFound, "no named data '", key, "'");
+  };
+  auto g = parse_payload(f.payload, none);
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().code == Error::NotFound);
+  CHECK(g.error().what.find("named") != std::string::npos);
+}
+
+TEST_CASE("XNNPACK: every truncation of a payload is an error, never a crash", "[xnnpack][payload][robustness]") {
+  for (const char* name : {"xnn_mlp", "xnn_cnn"}) {
+    INFO(name);
+    const Fixture f = first_payload(name);
+    const auto look = lookup(*f.program);
+    const uint32_t fb_end = fb::load_le<uint32_t>(f.payload.data() + 10) + fb::load_le<uint32_t>(f.payload.data() + 14);
+    for (size_t n = 0; n < f.payload.size(); ++n) {
+      // A copy of exactly n bytes, so a read past the cut is a sanitizer error too.
+      std::vector<uint8_t> cut(f.payload.begin(), f.payload.begin() + n);
+      auto g = parse_payload(cut, look);
+      if (n < fb_end) {
+        INFO(n);
+        CHECK_FALSE(g.has_value());
+      }
+    }
+  }
+}
+
+TEST_CASE("XNNPACK: byte flips anywhere in a payload never crash", "[xnnpack][payload][robustness]") {
+  for (const char* name : {"xnn_mlp", "xnn_cnn", "xnn_elementwise"}) {
+    INFO(name);
+    const Fixture f = first_payload(name);
+    const auto look = lookup(*f.program);
+    std::vector<uint8_t> bytes(f.payload.begin(), f.payload.end());
+    size_t rejected = 0, runnable = 0;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      for (uint8_t mask : {uint8_t{0xFF}, uint8_t{0x01}, uint8_t{0x80}}) {
+        bytes[i] ^= mask;
+        auto g = parse_payload(bytes, look);
+        if (!g) {
+          ++rejected;
+        } else if (auto e = Executor::create(std::move(*g)); e) {
+          ++runnable;  // a flip in a value (a dim, a stride) may still be a well-formed graph
+        } else {
+          ++rejected;
+        }
+        bytes[i] ^= mask;
+      }
+    }
+    CHECK(rejected > 0);
+    CHECK(runnable > 0);
+  }
+}
+
+TEST_CASE("XNNPACK: header fields out of range are named", "[xnnpack][payload]") {
+  const Fixture f = first_payload("xnn_mlp");
+  std::vector<uint8_t> b(f.payload.begin(), f.payload.end());
+  b[4] = 'Z';
+  auto g = parse_payload(b, lookup(*f.program));
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().what.find("XH00") != std::string::npos);
+  b[4] = 'X';
+  const uint32_t huge = 0x7FFFFFFF;
+  std::memcpy(b.data() + 14, &huge, 4);
+  g = parse_payload(b, lookup(*f.program));
+  REQUIRE_FALSE(g.has_value());
+  CHECK(g.error().what.find("flatbuffer") != std::string::npos);
+}
+
+TEST_CASE("XNNPACK: lowered programs run through Method and match torch eager", "[xnnpack][method]") {
+  static const XnnpackDelegate delegate;
+  const BackendEntry backends[] = {{kXnnpackBackendId, &delegate}};
+  for (const char* name : kFixtures) {
+    INFO(name);
+    auto program = etrt::test::load_program(xnn_dir() / (std::string(name) + ".pte"));
+    auto m = Method::load(program, "forward", LoadOptions{etrt::test::kernel_table(), backends});
+    INFO((m ? std::string() : m.error().describe()));
+    REQUIRE(m.has_value());
+    Method& method = **m;
+    auto npz = etrt::test::read_npz(xnn_dir() / (std::string(name) + ".npz"));
+    for (size_t i = 0; npz.count("in" + std::to_string(i)); ++i) {
+      const auto& a = npz.at("in" + std::to_string(i));
+      etrt::test::set_input(method, i, a.data, a.shape);
+    }
+    etrt::test::execute(method);
+    for (size_t i = 0; npz.count("out" + std::to_string(i)); ++i) {
+      const auto& want = npz.at("out" + std::to_string(i));
+      const auto got = etrt::test::output<float>(method, i);
+      REQUIRE(got.size() == want.data.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        INFO("out" << i << "[" << k << "]");
+        CHECK(std::abs(got[k] - want.data[k]) <= 1e-4f + 1e-4f * std::abs(want.data[k]));
+      }
+    }
+  }
+}
+
+TEST_CASE("XNNPACK: a program using the delegate without it registered names the backend", "[xnnpack][method]") {
+  auto program = etrt::test::load_program(xnn_dir() / "xnn_mlp.pte");
+  auto m = Method::load(program, "forward", LoadOptions{etrt::test::kernel_table(), {}});
+  REQUIRE_FALSE(m.has_value());
+  CHECK(m.error().what.find("XnnpackBackend") != std::string::npos);
+}
