@@ -4,7 +4,7 @@
 A developer check, not a test: the models are too large to commit and CI has no exporter. It finds the operators a
 real model needs that the portable kernel table lacks, and any output that differs from torch eager.
 
-    .venv-export/bin/python tools/export/zoo_sweep.py export [--out /tmp/zoo] [--only NAME ...]
+    .venv-export/bin/python tools/export/zoo_sweep.py export [--out /tmp/zoo] [--only NAME ...] [--xnnpack]
     .venv/bin/python        tools/export/zoo_sweep.py run    [--out /tmp/zoo] [--only NAME ...] [--upstream PY]
 
 `export` writes NAME.pte and NAME.npz (inputs in0.., torch eager outputs out0..) per model; `run` loads each with
@@ -105,7 +105,7 @@ def _models():
     }
 
 
-def export_all(out: str, only: list[str]) -> int:
+def export_all(out: str, only: list[str], xnnpack: bool) -> int:
     import logging
     import warnings
 
@@ -126,13 +126,20 @@ def export_all(out: str, only: list[str]) -> int:
             x = torch.randn(*shape)
             with torch.no_grad():
                 ref = model(x)
-            program = to_edge_transform_and_lower(torch.export.export(model, (x,))).to_executorch()
-            with open(os.path.join(out, name + ".pte"), "wb") as f:
+            partitioners = []
+            if xnnpack:
+                from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+                partitioners = [XnnpackPartitioner()]
+            program = to_edge_transform_and_lower(torch.export.export(model, (x,)),
+                                                  partitioner=partitioners).to_executorch()
+            stem = name + ("_xnnpack" if xnnpack else "")
+            with open(os.path.join(out, stem + ".pte"), "wb") as f:
                 f.write(program.buffer)
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
-            np.savez(os.path.join(out, name + ".npz"), in0=x.numpy(),
+            np.savez(os.path.join(out, stem + ".npz"), in0=x.numpy(),
                      **{f"out{i}": r.numpy() for i, r in enumerate(refs)})
-            print(f"exported {name:32s} {len(program.buffer) / 1e6:7.1f} MB  {time.time() - t0:5.1f} s", flush=True)
+            print(f"exported {stem:32s} {len(program.buffer) / 1e6:7.1f} MB  {time.time() - t0:5.1f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - report and go on to the next model
             failed += 1
             print(f"EXPORT FAILED {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
@@ -246,9 +253,10 @@ def main() -> int:
     ap.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance, scaled by max |reference|")
     ap.add_argument("--upstream", help="a Python with upstream executorch (e.g. .venv-export/bin/python): time it too")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--xnnpack", action="store_true", help="export: lower with XnnpackPartitioner (NAME_xnnpack.pte)")
     a = ap.parse_args()
     if a.step == "export":
-        return export_all(a.out, a.only)
+        return export_all(a.out, a.only, a.xnnpack)
     if a.step == "time-upstream":
         return time_upstream(a.out, a.only, a.repeats)
     return run_all(a.out, a.only, a.rtol, a.atol, a.upstream, a.repeats)
