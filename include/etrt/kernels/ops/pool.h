@@ -75,11 +75,16 @@ inline Result<Geometry> geometry(std::string_view op, const Tensor& x, const Par
   return g;
 }
 
-inline std::array<int64_t, 4> out_shape(const Geometry& g, std::array<int64_t, 4>& buf, int& rank) {
-  rank = g.batched ? 4 : 3;
-  if (g.batched) buf = {g.N, g.C, g.OH, g.OW};
-  else buf = {g.C, g.OH, g.OW, 0};
-  return buf;
+/// The pooled output's sizes: [N, C, OH, OW], or [C, OH, OW] for an unbatched input.
+struct PooledShape {
+  std::array<int64_t, 4> dims;
+  size_t rank;
+  std::span<const int64_t> sizes() const { return {dims.data(), rank}; }
+};
+
+inline PooledShape out_shape(const Geometry& g) {
+  if (g.batched) return {{g.N, g.C, g.OH, g.OW}, 4};
+  return {{g.C, g.OH, g.OW, 0}, 3};
 }
 
 /// Strides of a pooled tensor as (n, c, h, w), n = 0 for 3-D.
@@ -221,11 +226,9 @@ Status max_pool2d_with_indices_out(KernelContext& ctx, const Tensor& self, std::
     return fail(Error::InvalidArgument, op, ": indices must be Long, got ", name(indices.dtype()));
   ETRT_TRY(auto p, pool_detail::max_pool_params(op, kernel_size, stride, padding, dilation));
   ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
-  std::array<int64_t, 4> buf;
-  int rank;
-  pool_detail::out_shape(g, buf, rank);
-  ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(buf.data(), static_cast<size_t>(rank))));
-  ETRT_CHECK_OK(ctx.resize(op, indices, std::span<const int64_t>(buf.data(), static_cast<size_t>(rank))));
+  const auto pooled = pool_detail::out_shape(g);
+  ETRT_CHECK_OK(ctx.resize(op, out, pooled.sizes()));
+  ETRT_CHECK_OK(ctx.resize(op, indices, pooled.sizes()));
   if (out.numel() == 0) return {};
   std::vector<int64_t> h0, h1, w0, w1;
   pool_detail::tap_ranges(g.OH, g.H, p.kh, p.sh, p.ph, p.dh, h0, h1);
@@ -270,10 +273,8 @@ Status max_pool2d_with_indices_backward_out(KernelContext& ctx, const Tensor& gr
     return fail(Error::InvalidArgument, op, ": indices must be Long, got ", name(indices.dtype()));
   ETRT_TRY(auto p, pool_detail::max_pool_params(op, kernel_size, stride, padding, dilation));
   ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
-  std::array<int64_t, 4> buf;
-  int rank;
-  pool_detail::out_shape(g, buf, rank);
-  const std::span<const int64_t> pooled(buf.data(), static_cast<size_t>(rank));
+  const auto shape = pool_detail::out_shape(g);
+  const std::span<const int64_t> pooled = shape.sizes();
   if (!std::ranges::equal(grad_output.sizes(), pooled))
     return fail(Error::InvalidArgument, op, ": grad_output shape ", shape_str(grad_output.sizes()),
                 " does not match the pooled shape ", shape_str(pooled), " of input ", self.describe());
@@ -325,10 +326,7 @@ Status avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span<const in
     return fail(Error::InvalidArgument, op, ": divisor_override must be non-zero");
   const pool_detail::Params p{k.first, k.second, s.first, s.second, pd.first, pd.second, 1, 1};
   ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
-  std::array<int64_t, 4> buf;
-  int rank;
-  pool_detail::out_shape(g, buf, rank);
-  ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(buf.data(), static_cast<size_t>(rank))));
+  ETRT_CHECK_OK(ctx.resize(op, out, pool_detail::out_shape(g).sizes()));
   if (out.numel() == 0) return {};
   const auto is = pool_detail::strides4(self), os = pool_detail::strides4(out);
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
