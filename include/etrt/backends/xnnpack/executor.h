@@ -5,12 +5,13 @@
 // ({0,2,3,1}); filters get the dim_order that maps torch's weight layout onto XNNPACK's (see conv_weight). No data
 // is permuted: a view with a dim_order is just strides.
 //
-// Memory: constants are copied once into float-aligned storage (named data may sit at any byte offset);
+// Memory: constants are read in place from the program's bytes (copied once only if misaligned);
 // intermediates share one liveness-planned arena; external values (the DelegateCall's args) are bound per call.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cstdint>  // uintptr_t: constant alignment
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -164,8 +165,11 @@ class Executor {
     for (size_t id = 0; id < g.values.size(); ++id) {
       const Value& v = g.values[id];
       if (!v.present) continue;
-      if (!v.constant.empty()) {
-        // Copied once: named data may sit at any byte offset, the kernels read aligned floats.
+      if (!v.constant.empty() && reinterpret_cast<uintptr_t>(v.constant.data()) % alignof(float) == 0) {
+        // Read in place from the program's (mapped) bytes: no node writes a constant.
+        e->ptr_[id] = const_cast<float*>(reinterpret_cast<const float*>(v.constant.data()));
+      } else if (!v.constant.empty()) {
+        // Copied once only when misaligned: named data may sit at any byte offset, the kernels read aligned floats.
         e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
         if (!e->storage_[id])
           return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
