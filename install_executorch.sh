@@ -23,8 +23,9 @@ for arg in "$@"; do
   esac
 done
 
-# 1. System packages (Debian): the C++ header packages the build and the C++ tests use.
-apt_packages=(catch2 libdlpack-dev librange-v3-dev g++ pkg-config)
+# 1. System packages (Debian): the C++ header packages the build and the C++ tests use, and clang with libFuzzer
+#    and the sanitizer runtimes for the fuzz target (tests/fuzz/run.sh).
+apt_packages=(catch2 libdlpack-dev librange-v3-dev g++ pkg-config clang libclang-rt-dev)
 missing=()
 for p in "${apt_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -2,7 +2,7 @@
 # The whole test suite: the C++ runtime and kernel tests (Catch2, via meson test), then the Python tests (pytest)
 # in every output mode: torch outputs, ExecuTorchResult outputs with torch installed, and torch blocked from import.
 #
-#   ./tests/run_all.sh                # everything
+#   ./tests/run_all.sh                # everything (ETRT_FUZZ_SECONDS sets the fuzz budget, 60 by default)
 #   ./tests/run_all.sh --python-only  # the pytest runs only (used after reinstalling the CUDA-enabled build)
 #
 # The GPU suite tests/test_pybindings_cuda_dlpack.py runs too; without a GPU it skips (set
@@ -25,6 +25,13 @@ if [ "$python_only" = 0 ]; then
   fi
   meson compile -C build-tests
   meson test -C build-tests --print-errorlogs
+  # The fuzz target (libFuzzer + ASan + UBSan) for a short, fixed budget; any finding fails the suite.
+  # ETRT_FUZZ_SECONDS=0 skips it; the long campaign is run by hand (tests/fuzz/run.sh 3600 -jobs=2).
+  fuzz_seconds=${ETRT_FUZZ_SECONDS:-60}
+  if [ "$fuzz_seconds" != 0 ]; then
+    echo "== fuzz target (${fuzz_seconds}s)"
+    ./tests/fuzz/run.sh "$fuzz_seconds"
+  fi
 fi
 
 echo "== Python tests"

@@ -16,7 +16,8 @@ case "$suite" in
   device) sources=(tests/cpp/device/test_*.cpp) ;;
   kernels) sources=(tests/cpp/kernels/test_*.cpp) ;;
   runtime) sources=(tests/cpp/test_corpus.cpp tests/cpp/test_robustness.cpp tests/cpp/test_fixtures.cpp
-                    tests/cpp/test_headers.cpp tests/cpp/test_etdump.cpp) ;;
+                    tests/cpp/test_headers.cpp tests/cpp/test_etdump.cpp tests/cpp/test_reliability.cpp
+                    tests/cpp/test_xnnpack.cpp) ;;
   *) echo "usage: $0 device|kernels|runtime [catch2 args]" >&2; exit 2 ;;
 esac
 ninja -C build-tests gen/etrt_generated/libetrt_portable_kernels.a >/dev/null

@@ -188,3 +188,29 @@ TEST_CASE("XNNPACK: a program using the delegate without it registered names the
   REQUIRE_FALSE(m.has_value());
   CHECK(m.error().what.find("XnnpackBackend") != std::string::npos);
 }
+
+TEST_CASE("XNNPACK: a padding that would blow up the scratch buffer is refused at init", "[xnnpack][robustness]") {
+  // Regression: a 9.5 KB payload made the executor zero-fill a padded copy of several GB before any shape check.
+  Fixture f = first_payload("xnn_ceilpool");
+  auto g = parse_payload(f.payload, lookup(*f.program));
+  REQUIRE(g.has_value());
+  bool found = false;
+  for (Node& n : g->nodes) {
+    if (n.kind != NodeKind::MaxPooling2d) continue;
+    n.conv[2] = 1u << 30;  // bottom padding: 2^30 rows of -inf
+    found = true;
+  }
+  REQUIRE(found);
+  auto exec = Executor::create(std::move(*g));
+  REQUIRE_FALSE(exec.has_value());
+  CHECK(exec.error().what.find("exceeds the input") != std::string::npos);
+}
+
+TEST_CASE("XNNPACK: the load option's cap bounds a graph's memory", "[xnnpack][robustness]") {
+  Fixture f = first_payload("xnn_cnn");
+  auto g = parse_payload(f.payload, lookup(*f.program));
+  REQUIRE(g.has_value());
+  auto exec = Executor::create(std::move(*g), 1024);
+  REQUIRE_FALSE(exec.has_value());
+  CHECK(exec.error().what.find("over the load option's cap of 1024 bytes") != std::string::npos);
+}

@@ -1,6 +1,6 @@
 // Input adapters: every Python input kind becomes one HostInput (an InputTensor view plus what keeps it alive), or a
-// scalar EValue. Detection is by protocol, in this order: our own ExecuTorchResult, torch-like tensors (data_ptr /
-// stride / dtype / device attributes), DLPack capsules, the buffer protocol, __dlpack__ producers, Python scalars.
+// scalar EValue. Detection, in this order: our own ExecuTorchResult, the buffer protocol, DLPack capsules, Python
+// scalars, real torch.Tensor objects (read through data_ptr / stride / dtype / device), __dlpack__ producers.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -84,7 +84,7 @@ class InputConverter {
       strings_.push_back(obj.cast<std::string>());
       return scalar(EValue(std::string_view(strings_.back())));
     }
-    if (is_torch_like(obj)) return from_torch(obj, index, expected);
+    if (is_torch_tensor(obj)) return from_torch(obj, index, expected);
     if (py::hasattr(obj, "__dlpack__")) return from_dlpack_producer(obj, index);
     throw error(index, cat("unsupported Python type ", std::string(py::str(py::type::handle_of(obj))),
                            "; pass tensors, buffers, DLPack producers or scalars as a flat sequence"));
@@ -93,6 +93,25 @@ class InputConverter {
   InputError error(size_t index, const std::string& what) const {
     if (!context_.empty()) return InputError(sanitize_utf8(cat(context_, ": ", what)));
     return InputError(sanitize_utf8(cat("method '", method_, "': input ", index, ": ", what)));
+  }
+
+  /// Only a real torch.Tensor (torch already imported) takes the torch path, whose data_ptr() is trusted as torch's
+  /// own; any other object with look-alike attributes goes through DLPack or the buffer protocol.
+  static bool is_torch_tensor(py::handle obj) {
+    PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+    if (!torch || torch == Py_None || !PyModule_Check(torch)) return false;
+    PyObject* tensor_type = PyObject_GetAttrString(torch, "Tensor");  // new reference
+    if (!tensor_type) {
+      PyErr_Clear();
+      return false;
+    }
+    const int r = PyType_Check(tensor_type) ? PyObject_IsInstance(obj.ptr(), tensor_type) : 0;
+    Py_DECREF(tensor_type);
+    if (r < 0) {
+      PyErr_Clear();
+      return false;
+    }
+    return r == 1;
   }
 
  private:
@@ -116,11 +135,6 @@ class InputConverter {
                              " is not dense; pass a contiguous copy (e.g. numpy.ascontiguousarray)"));
     in.tensor = InputTensor{data, dtype, in.sizes, in.strides_elems, device, writable};
     in.kind = std::move(kind);
-  }
-
-  static bool is_torch_like(py::handle obj) {
-    return py::hasattr(obj, "data_ptr") && py::hasattr(obj, "stride") && py::hasattr(obj, "dtype") &&
-           py::hasattr(obj, "device") && py::hasattr(obj, "shape") && !py::isinstance<py::type>(obj);
   }
 
   HostInput from_torch(py::handle t, size_t index, const ValueInfo* expected) const {

@@ -322,21 +322,26 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   const auto verif_default = Verification::InternalConsistency;
   m.def(
       "_load_for_executorch",
-      [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
-        return std::make_shared<PyModule>(make_program_state(source_from_path(path), data, v, etdump, dbg, kernels));
+      [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v, bool mmap,
+                uint64_t max_planned) {
+        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>(), mmap);
+        return std::make_shared<PyModule>(
+            make_program_state(source_from_path(path, mmap), data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("path"), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
-      py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
+      py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default, py::kw_only(),
+      py::arg("mmap") = true, py::arg("max_planned_bytes") = 0);
   m.def(
       "_load_for_executorch_from_buffer",
-      [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t dbg, Verification v) {
+      [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t dbg, Verification v,
+                uint64_t max_planned) {
         auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
         auto src = source_from_bytes(buffer);
-        return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, kernels));
+        return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("buffer"), py::arg("data_map_buffer") = py::none(), py::arg("enable_etdump") = false,
-      py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default);
+      py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default, py::kw_only(),
+      py::arg("max_planned_bytes") = 0);
   m.def(
       "_load_for_executorch_from_data_loader",
       [kernels](std::shared_ptr<PyDataLoader> loader, py::object data_path, bool etdump, size_t dbg) {
@@ -350,21 +355,26 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       py::arg("debug_buffer_size") = 0);
   m.def(
       "_load_program",
-      [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
-        return std::make_shared<PyProgram>(make_program_state(source_from_path(path), data, v, etdump, dbg, kernels));
+      [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path, bool mmap,
+                uint64_t max_planned) {
+        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>(), mmap);
+        return std::make_shared<PyProgram>(
+            make_program_state(source_from_path(path, mmap), data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("path"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
-      py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none());
+      py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none(), py::kw_only(),
+      py::arg("mmap") = true, py::arg("max_planned_bytes") = 0);
   m.def(
       "_load_program_from_buffer",
-      [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path) {
+      [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path,
+                uint64_t max_planned) {
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
         auto src = source_from_bytes(buffer);
-        return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, kernels));
+        return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("buffer"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
-      py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none());
+      py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none(), py::kw_only(),
+      py::arg("max_planned_bytes") = 0);
   m.def(
       "_load_bundled_program_from_buffer",
       [kernels](py::buffer buffer, size_t) {

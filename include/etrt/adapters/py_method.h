@@ -26,6 +26,7 @@ class PyMethod {
     auto st = std::make_shared<MethodState>();
     st->program = ps;
     st->fresh_device_outputs = module_method;
+    check(ps->check_files());
     const uint64_t t0 = etdump::now_ticks();
     auto loaded = Method::load(ps->program, name, ps->options());
     if (!loaded) raise(with_device_hint(*ps, name, loaded.error()));
@@ -71,7 +72,7 @@ class PyMethod {
     }
     const bool tensor_like = PyObject_CheckBuffer(inputs.ptr()) || PyCapsule_CheckExact(inputs.ptr()) ||
                              py::hasattr(inputs, "__dlpack__") || py::isinstance<ExecuTorchResult>(inputs) ||
-                             py::hasattr(inputs, "data_ptr");
+                             InputConverter::is_torch_tensor(inputs);
     if (tensor_like) {
       out.push_back(py::reinterpret_borrow<py::object>(inputs));
       return out;
@@ -110,11 +111,22 @@ class PyMethod {
     if (with_outputs) add_output_devices(before, /*non_empty=*/true);
     if (any_device || !before.empty()) device_runtime().require_waits(cat("method '", m.name(), "'"));
     before.wait_all();
+    // All or nothing: when input i is refused, inputs 0..i-1 may already alias memory `held` releases on the way
+    // out, so every input is unbound before the error propagates.
     for (size_t i = 0; i < held.size(); ++i) {
-      if (held[i].is_tensor)
-        check(m.set_input(i, held[i].tensor));
-      else
-        check(m.set_input(i, held[i].scalar));
+      std::optional<Failure> refused;
+      if (held[i].is_tensor) {
+        if (auto b = m.set_input(i, held[i].tensor); !b) refused = b.error();
+      } else if (auto st = m.set_input(i, held[i].scalar); !st) {
+        refused = st.error();
+      }
+      if (refused) {
+        m.unbind_inputs();
+        inputs_.clear();
+        state_->outputs_visible = false;
+        cloned_.clear();
+        raise(*refused);
+      }
     }
     inputs_ = std::move(held);  // the previous inputs are released only now
     state_->outputs_visible = false;
@@ -130,6 +142,7 @@ class PyMethod {
     add_input_devices(all, false);
     add_output_devices(all, false);
     if (!all.empty()) device_runtime().require_waits(cat("method '", s.method->name(), "'"));
+    check(s.program->check_files());
     check(s.prepare_outputs());
     if (wait_before) {
       DeviceSet before;

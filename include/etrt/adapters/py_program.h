@@ -77,8 +77,11 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
                                                         std::shared_ptr<const DataSource> data_src,
                                                         Verification verification, bool etdump,
                                                         size_t debug_buffer_size,
-                                                        std::span<const KernelEntry> kernels) {
+                                                        std::span<const KernelEntry> kernels,
+                                                        uint64_t max_planned_bytes = 0) {
   auto ps = std::make_shared<ProgramState>();
+  ps->max_planned_bytes = max_planned_bytes;
+  ps->data_source = data_src;
   if (BundledProgram::is_bundled(src->bytes())) {  // a .bpte: run its embedded program
     auto bp = check(BundledProgram::load(src));
     src = bp->program_source();
@@ -116,8 +119,9 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
   return ps;
 }
 
-inline std::shared_ptr<const DataSource> source_from_path(const std::string& path) {
-  return check(DataSource::from_file(path));
+/// A file mapped in place (the default) or, with `mmap` false, read into memory (Note [mapped files]).
+inline std::shared_ptr<const DataSource> source_from_path(const std::string& path, bool mmap = true) {
+  return check(mmap ? DataSource::from_file(path) : DataSource::read_file(path));
 }
 inline std::shared_ptr<const DataSource> source_from_bytes(py::handle buffer) {
   // The bytes are copied into storage the program owns, so the caller's object may go away (upstream #10725).
@@ -132,6 +136,7 @@ class PyProgram {
   std::string get_method_name(size_t i) const { return std::string(check(ps_->program->get_method_name(i))); }
   std::shared_ptr<PyMethod> load_method(const std::string& name) { return PyMethod::load(ps_, name); }
   PyMethodMeta method_meta(const std::string& name) const {
+    check(ps_->check_files());
     return PyMethodMeta{check(ps_->program->method_meta(name)), ps_};
   }
   bool has_etdump() const { return ps_->enable_etdump; }
@@ -161,6 +166,7 @@ class PyModule {
   }
   py::list plan_execute(const std::string& name, bool clone) { return method(name).run_without_inputs(clone); }
   PyMethodMeta method_meta(const std::string& name) const {
+    check(ps_->check_files());
     return PyMethodMeta{check(ps_->program->method_meta(name)), ps_};
   }
   std::vector<std::string> method_names() const { return ps_->program->method_names(); }

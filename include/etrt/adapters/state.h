@@ -24,8 +24,16 @@ struct ProgramState {
   const DeviceInterface* cuda = nullptr;  // device_runtime().cuda(): null in a build without CUDA
   bool enable_etdump = false;
   std::shared_ptr<etdump::ETDumpRecorder> etdump;  // set when enable_etdump; owns the debug buffer, if any
+  std::shared_ptr<const DataSource> data_source;   // the .ptd the data map reads, if any
+  uint64_t max_planned_bytes = 0;                   // LoadOptions::max_planned_bytes
 
-  LoadOptions options() const { return LoadOptions{kernels, backends, data_map.get(), cuda}; }
+  LoadOptions options() const { return LoadOptions{kernels, backends, data_map.get(), cuda, max_planned_bytes}; }
+  /// Fails when a file the program reads in place changed on disk since it was loaded (Note [mapped files]).
+  Status check_files() const {
+    ETRT_CHECK_OK(source->check_unchanged());
+    if (data_source) ETRT_CHECK_OK(data_source->check_unchanged());
+    return {};
+  }
 };
 
 /// One loaded Method plus the storage the bindings give its unplanned outputs.

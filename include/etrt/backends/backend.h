@@ -4,6 +4,7 @@
 // constructors with side effects).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -33,6 +34,14 @@ class BackendInterface {
                                                              std::span<const CompileSpec> compile_specs,
                                                              const NamedDataFn& /*named*/) const {
     return init(payload, compile_specs);
+  }
+  /// init with the Method's memory limit for this payload (LoadOptions::max_planned_bytes, Note [arena sizes]): a
+  /// delegate that allocates on the payload's say checks what it would allocate against `max_bytes` (0: no limit
+  /// beyond the delegate's own) before allocating. The Method calls this one.
+  virtual Result<std::shared_ptr<void>> init_with_limit(std::span<const uint8_t> payload,
+                                                        std::span<const CompileSpec> compile_specs,
+                                                        const NamedDataFn& named, uint64_t /*max_bytes*/) const {
+    return init_with_named_data(payload, compile_specs, named);
   }
   /// Runs the delegate over its arguments (inputs then outputs, as the exporter ordered them).
   virtual Status execute(void* handle, std::span<EValue* const> args) const = 0;

@@ -3,7 +3,9 @@
 // Method names follow std::expected (has_value, value, error, operator*) so the type can be swapped later.
 #pragma once
 
+#include <exception>
 #include <new>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -58,6 +60,23 @@ class [[nodiscard]] Status {
   bool failed_ = false;
   Failure f_{Error::Ok, {}};
 };
+
+/// Runs `f` (returning Status or a Result) and turns an exception escaping it into a failure: std::bad_alloc into
+/// MemoryAllocationFailed, anything else into Internal. The core's entry points (Program::load, Method::load,
+/// Method::execute) run their bodies through it, so an allocation a file provokes, or a standard-library check
+/// (vector::at, length_error), never escapes the core as an exception.
+template <class F>
+inline auto errors_as_values(std::string_view where, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return fail(Error::MemoryAllocationFailed, where, ": out of memory");
+  } catch (const std::exception& e) {
+    return fail(Error::Internal, where, ": ", e.what());
+  } catch (...) {
+    return fail(Error::Internal, where, ": an unknown exception");
+  }
+}
 
 }  // namespace etrt
 

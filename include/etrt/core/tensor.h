@@ -89,6 +89,13 @@ class Tensor {
     if (!dim_order.empty() && !is_valid_dim_order(dim_order))
       return fail(Error::InvalidProgram, "dim_order is not a permutation of the dimensions");
     if (checked_numel(sizes) < 0) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " are invalid");
+    // Strides multiply every size but a zero one: [0, 2^40, 2^40] has no elements and still overflows them.
+    int64_t span = 1;
+    for (int64_t s : sizes) {
+      const int64_t f = std::max<int64_t>(s, 1);
+      if (span > INT64_MAX / f) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " overflow");
+      span *= f;
+    }
     Tensor t;
     t.dtype_ = dtype;
     t.rank_ = static_cast<int>(sizes.size());

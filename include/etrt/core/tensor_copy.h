@@ -48,7 +48,7 @@ inline void copy_strided(void* dst, std::span<const int64_t> dst_strides, const 
   auto* d = static_cast<uint8_t*>(dst);
   const auto* s = static_cast<const uint8_t*>(src);
   if (rank == 0) {
-    std::memcpy(d, s, elem_size);
+    std::memmove(d, s, elem_size);
     return;
   }
   std::array<int64_t, kMaxDims> idx{};
@@ -57,11 +57,11 @@ inline void copy_strided(void* dst, std::span<const int64_t> dst_strides, const 
   const int64_t inner = sizes[last], ds = dst_strides[last], ss = src_strides[last];
   while (true) {
     if (ds == 1 && ss == 1) {
-      std::memcpy(d + doff * static_cast<int64_t>(elem_size), s + soff * static_cast<int64_t>(elem_size),
+      std::memmove(d + doff * static_cast<int64_t>(elem_size), s + soff * static_cast<int64_t>(elem_size),
                   static_cast<size_t>(inner) * elem_size);
     } else {
       for (int64_t i = 0; i < inner; ++i)
-        std::memcpy(d + (doff + i * ds) * static_cast<int64_t>(elem_size),
+        std::memmove(d + (doff + i * ds) * static_cast<int64_t>(elem_size),
                     s + (soff + i * ss) * static_cast<int64_t>(elem_size), elem_size);
     }
     int k = last - 1;

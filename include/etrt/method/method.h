@@ -19,6 +19,7 @@
 #include "etrt/device/device_interface.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/method/memory_plan.h"
+#include "etrt/method/planned_extents.h"
 #include "etrt/program/flat_tensor.h"
 #include "etrt/program/program.h"
 
@@ -52,6 +53,9 @@ struct LoadOptions {
   std::span<const BackendEntry> backends;
   const FlatTensorData* data_map = nullptr;      // external tensors (.ptd); must outlive the Method
   const DeviceInterface* cuda = nullptr;         // CUDA memory and copies; null in a build without CUDA
+  /// Refuses, at load, a method whose planned buffers together exceed this many bytes (0: no cap). For services
+  /// that load untrusted files (Note [arena sizes]).
+  uint64_t max_planned_bytes = 0;
 };
 
 /// A caller's tensor handed to set_input: a host view with strides in elements.
@@ -72,7 +76,9 @@ inline constexpr size_t kMaxInstructionsPerExecute = 10'000'000;
 class Method {
  public:
   static Result<std::unique_ptr<Method>> load(std::shared_ptr<const Program> program, std::string_view name,
-                                              const LoadOptions& options);
+                                              const LoadOptions& options) {
+    return errors_as_values(cat("loading method '", name, "'"), [&] { return load_unguarded(program, name, options); });
+  }
 
   const MethodMeta& meta() const { return meta_; }
   const std::string& name() const { return meta_.name; }
@@ -94,6 +100,17 @@ class Method {
   Result<InputBinding> set_input(size_t index, const InputTensor& src);
   /// Binds a non-tensor input. Scalars are specialised at export, so the value must equal the exported one.
   Status set_input(size_t index, const EValue& value);
+  /// Forgets every bound tensor input: unplanned ones no longer point at the caller's memory, and execute() fails
+  /// until they are set again. A caller binding several inputs calls this when one is refused, so no input stays
+  /// bound to memory the caller is about to release.
+  void unbind_inputs() {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (!inputs_[i]->is_tensor()) continue;
+      input_set_[i] = false;
+      const TensorMeta* m = value_meta_[static_cast<size_t>(inputs_[i] - values_.data())];
+      if (m && !m->has_allocation) inputs_[i]->tensor_unchecked().set_data(nullptr);
+    }
+  }
 
   /// Gives an unplanned output its storage (`size_bytes` >= the output's upper-bound bytes).
   Status set_output_data_ptr(size_t index, void* data, size_t size_bytes);
@@ -105,7 +122,9 @@ class Method {
            std::find(inputs_.begin(), inputs_.end(), outputs_[index]) == inputs_.end();
   }
 
-  Status execute();
+  Status execute() {
+    return errors_as_values(where(), [&] { return execute_unguarded(); });
+  }
   bool executed() const { return executed_; }
 
   const EValue& output(size_t index) const { return *outputs_[index]; }
@@ -127,6 +146,9 @@ class Method {
 
  private:
   Method() = default;
+  static Result<std::unique_ptr<Method>> load_unguarded(std::shared_ptr<const Program> program, std::string_view name,
+                                                        const LoadOptions& options);
+  Status execute_unguarded();
 
   using Kind = InstructionKind;
   struct Instruction {
@@ -179,8 +201,8 @@ class Method {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Program> program, std::string_view name,
-                                                    const LoadOptions& options) {
+inline Result<std::unique_ptr<Method>> Method::load_unguarded(std::shared_ptr<const Program> program,
+                                                              std::string_view name, const LoadOptions& options) {
   const Program::PlanRef* ref = program->find_plan(name);
   if (!ref) return program->unknown_method(name);
   auto m = std::unique_ptr<Method>(new Method());
@@ -191,7 +213,10 @@ inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Progra
   ETRT_TRY(m->meta_, read_method_meta(plan, r));
   m->device_api_ = options.cuda;
   {
-    auto mem = PlannedMemory::allocate(m->meta_.planned_buffer_sizes, m->meta_.planned_buffer_devices, options.cuda);
+    ETRT_TRY(const std::vector<uint64_t> extents, planned_extents(plan, r, m->meta_, m->where()));
+    ETRT_TRY(const std::vector<int64_t> sizes,
+             arena_allocation_sizes(m->meta_, extents, options.max_planned_bytes, m->where()));
+    auto mem = PlannedMemory::allocate(sizes, m->meta_.planned_buffer_devices, options.cuda);
     if (!mem) return fail(mem.error().code, m->where(), ": ", mem.error().what);
     m->memory_ = std::move(*mem);
   }
@@ -204,6 +229,10 @@ inline Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Progra
 inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi, const LoadOptions& options) {
   const std::string at = cat(where(), " value ", vi);
   const size_t nbytes = t.nbytes();
+  // Kernels read constants in place through typed pointers.
+  const auto aligned_for = [&](const uint8_t* p) {
+    return nbytes == 0 || reinterpret_cast<uintptr_t>(p) % element_size(t.dtype) == 0;
+  };
   // Planned memory decides where a tensor really is; the tensor's own device must agree with its arena.
   const Device arena = t.has_allocation && t.memory_id >= 1 && t.memory_id <= memory_.num_arenas()
                            ? memory_.device(t.memory_id)
@@ -240,13 +269,21 @@ inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi,
     if (blob->bytes.size() != nbytes)
       return fail(Error::InvalidExternalData, where(), ": external tensor '", t.fqn, "' has ", blob->bytes.size(),
                   " bytes, expected ", nbytes);
-    if (!t.has_allocation) return const_cast<uint8_t*>(blob->bytes.data());
+    if (!t.has_allocation) {
+      if (!aligned_for(blob->bytes.data()))
+        return fail(Error::InvalidExternalData, where(), ": external tensor '", t.fqn, "' is not aligned for ",
+                    numpy_name(t.dtype), " in the data file");
+      return const_cast<uint8_t*>(blob->bytes.data());
+    }
     ETRT_TRY(uint8_t * dst, memory_.address(t.memory_id, t.memory_offset, nbytes));
     ETRT_CHECK_OK(fill(dst, blob->bytes.data()));
     return static_cast<void*>(dst);
   }
   if (t.data_buffer_idx > 0 && !t.has_allocation) {
     ETRT_TRY(const uint8_t* p, program_->constant_data(t.data_buffer_idx, nbytes));
+    if (!aligned_for(p))
+      return fail(Error::InvalidProgram, at, ": constant ", t.data_buffer_idx, " is not aligned for ",
+                  numpy_name(t.dtype), " in the file");
     return const_cast<uint8_t*>(p);
   }
   if (t.has_allocation) {
@@ -414,7 +451,7 @@ inline Status Method::load_delegates(const fb::Table& plan, const fb::Reader& r,
       ETRT_TRY(const NamedBlob* blob, data_map->get(key));
       return std::span<const uint8_t>(blob->bytes);
     };
-    auto handle = backend->init_with_named_data(payload, specs, named);
+    auto handle = backend->init_with_limit(payload, specs, named, options.max_planned_bytes);
     if (!handle) return fail(handle.error().code, where(), ": backend '", id, "' init failed: ", handle.error().what);
     delegates_.push_back({backend, std::move(*handle), std::string(id)});
   }
@@ -594,6 +631,25 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
   return {};
 }
 
+/// Every element of a host bool view is the byte 0 or 1 (any strides, any order).
+inline bool bool_bytes_valid(const InputTensor& src) {
+  const auto* base = static_cast<const uint8_t*>(src.data);
+  const size_t rank = src.sizes.size();
+  std::array<int64_t, kMaxDims> idx{};
+  const int64_t n = checked_numel(src.sizes);
+  int64_t off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (base[off] > 1) return false;
+    for (size_t d = rank; d-- > 0;) {  // odometer over the dims, last fastest
+      off += src.strides_elems[d];
+      if (++idx[d] < src.sizes[d]) break;
+      off -= src.strides_elems[d] * src.sizes[d];
+      idx[d] = 0;
+    }
+  }
+  return true;
+}
+
 inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& src) {
   if (index >= inputs_.size())
     return fail(Error::InvalidArgument, where(), ": input index ", index, " out of range (", inputs_.size(),
@@ -636,6 +692,10 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
                    src.sizes, element_size(t.dtype()));
   };
   if (!want.is_cpu()) return bind_device_input(index, t, meta, src, same_layout);
+  // A bool byte other than 0 or 1 is not a bool: kernels reading it would be undefined behaviour.
+  if (t.dtype() == ScalarType::Bool && nbytes > 0 && !bool_bytes_valid(src))
+    return fail(Error::InvalidArgument, where(), ": input ", index,
+                " is a bool tensor holding bytes other than 0 and 1");
   input_set_[index] = true;
   if (!same_layout && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, cat(where(), ": input ", index, " copied into the exported dim order ",
@@ -876,7 +936,7 @@ inline Status Method::run_instruction(size_t& pc, const Instruction& ins, Kernel
   return fail(Error::Internal, "unreachable");
 }
 
-inline Status Method::execute() {
+inline Status Method::execute_unguarded() {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!input_set_[i]) return fail(Error::InvalidArgument, where(), ": input ", i, " has not been set");
   for (size_t i = 0; i < outputs_.size(); ++i) {

@@ -30,7 +30,9 @@ struct Segment {
 class Program {
  public:
   static Result<std::shared_ptr<const Program>> load(std::shared_ptr<const DataSource> source,
-                                                     Verification verification = Verification::Minimal);
+                                                     Verification verification = Verification::Minimal) {
+    return errors_as_values("program", [&] { return load_unguarded(std::move(source), verification); });
+  }
 
   size_t num_methods() const { return plans_.size(); }
   Result<std::string_view> get_method_name(size_t index) const {
@@ -78,6 +80,8 @@ class Program {
   }
 
  private:
+  static Result<std::shared_ptr<const Program>> load_unguarded(std::shared_ptr<const DataSource> source,
+                                                               Verification verification);
   Program() = default;
   Result<std::span<const uint8_t>> segment_bytes(uint32_t index, std::string_view what) const;
 
@@ -98,8 +102,8 @@ class Program {
   std::vector<std::pair<std::string_view, uint32_t>> named_data_;
 };
 
-inline Result<std::shared_ptr<const Program>> Program::load(std::shared_ptr<const DataSource> source,
-                                                            Verification verification) {
+inline Result<std::shared_ptr<const Program>> Program::load_unguarded(std::shared_ptr<const DataSource> source,
+                                                                      Verification verification) {
   namespace P = pte::program;
   const auto file = source->bytes();
   if (file.size() < 8) return fail(Error::InvalidProgram, "program: file of ", file.size(), " bytes is too small");

@@ -1,6 +1,8 @@
 // TensorMeta: what a serialized program Tensor says about a tensor, checked once when it is parsed.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -50,7 +52,14 @@ inline Result<TensorMeta> parse_tensor_meta(const fb::Table& t, const fb::Reader
     if (sizes[i] < 0) return fail(Error::InvalidProgram, where, ": negative size ", sizes[i]);
     m.sizes.push_back(sizes[i]);
   }
-  if (checked_numel(m.sizes) < 0) return fail(Error::InvalidProgram, where, ": sizes overflow");
+  // nbytes() must not overflow, and neither may the strides, which multiply the sizes even when one of them is 0.
+  {
+    std::vector<int64_t> nonzero(m.sizes);
+    for (int64_t& s : nonzero) s = std::max<int64_t>(s, 1);
+    const int64_t span = checked_numel(nonzero);
+    if (span < 0 || static_cast<uint64_t>(span) > (uint64_t{1} << 62) / std::max<size_t>(element_size(m.dtype), 1))
+      return fail(Error::InvalidProgram, where, ": sizes ", shape_str(m.sizes), " overflow");
+  }
   for (uint32_t i = 0; i < dim_order.size(); ++i) m.dim_order.push_back(dim_order[i]);
   if (m.dim_order.empty()) {
     for (size_t i = 0; i < m.sizes.size(); ++i) m.dim_order.push_back(static_cast<uint8_t>(i));

@@ -52,6 +52,12 @@ class CudaDelegate final : public BackendInterface {
 
   Result<std::shared_ptr<void>> init(std::span<const uint8_t> payload,
                                      std::span<const CompileSpec> compile_specs) const override {
+    return init_with_limit(payload, compile_specs, nullptr, 0);
+  }
+
+  Result<std::shared_ptr<void>> init_with_limit(std::span<const uint8_t> payload,
+                                                std::span<const CompileSpec> compile_specs, const NamedDataFn& /*named*/,
+                                                uint64_t max_bytes) const override {
     ETRT_TRY(const int index, target_device_index(compile_specs));
     if (dev_.type() != DeviceType::CUDA)
       return fail(Error::NotSupported, "EtrtCudaBackend: the device layer it was given is not a CUDA device");
@@ -61,7 +67,7 @@ class CudaDelegate final : public BackendInterface {
       return fail(Error::NotFound, "EtrtCudaBackend: target_device is cuda:", index, " but only ", count,
                   " CUDA device", count == 1 ? " is" : "s are", " present");
     ETRT_TRY(Payload p, parse_payload(payload));
-    ETRT_TRY(auto exec, GraphExecutor<Ops>::create(std::move(p), dev_, index));
+    ETRT_TRY(auto exec, GraphExecutor<Ops>::create(std::move(p), dev_, index, max_bytes));
     return std::shared_ptr<void>(std::shared_ptr<GraphExecutor<Ops>>(std::move(exec)));
   }
 

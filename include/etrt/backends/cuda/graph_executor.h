@@ -100,9 +100,15 @@ template <class Ops>
 class GraphExecutor {
  public:
   /// Builds the executor for device `index` of `dev`; `p.constants` must still view the payload's bytes.
-  static Result<std::unique_ptr<GraphExecutor>> create(Payload p, const DeviceInterface& dev, int index) {
+  /// `max_bytes` > 0: constants plus scratch may not exceed it (LoadOptions::max_planned_bytes).
+  static Result<std::unique_ptr<GraphExecutor>> create(Payload p, const DeviceInterface& dev, int index,
+                                                       uint64_t max_bytes = 0) {
     ETRT_TRY(Ops ops, Ops::create(index));
     std::unique_ptr<GraphExecutor> g(new GraphExecutor(std::move(p), dev, index, std::move(ops)));
+    g->max_bytes_ = max_bytes;
+    if (max_bytes > 0 && g->p_.constants.size() > max_bytes)
+      return fail(Error::MemoryAllocationFailed, "EtrtCudaBackend: constants of ", g->p_.constants.size(),
+                  " bytes exceed the load option's cap of ", max_bytes, " bytes");
     ETRT_CHECK_OK(g->upload_constants());
     g->plan_boundaries();
     ETRT_CHECK_OK(g->plan_memory());
@@ -252,6 +258,9 @@ class GraphExecutor {
     }
     size_t total = 0;
     ETRT_TRY(const std::vector<size_t> off, plan_scratch(used, total));
+    if (max_bytes_ > 0 && total > max_bytes_ - std::min<uint64_t>(max_bytes_, constants_.size()))
+      return fail(Error::MemoryAllocationFailed, "EtrtCudaBackend: scratch of ", total, " bytes plus constants of ",
+                  constants_.size(), " bytes exceed the load option's cap of ", max_bytes_, " bytes");
     ETRT_TRY(scratch_, DeviceBuffer::allocate(dev_, total, index_));
     scratch_off_.assign(nv, -1);
     ptr_.assign(nv, nullptr);
@@ -520,6 +529,7 @@ class GraphExecutor {
   int index_;
   Ops ops_;
   DeviceBuffer constants_, scratch_;
+  uint64_t max_bytes_ = 0;  // create's max_bytes
   std::vector<Boundary> boundaries_;  // inputs then outputs, in argument order
   std::vector<Step> steps_;
   std::vector<int64_t> scratch_off_;

@@ -49,10 +49,62 @@ inline Scalar iscalar(int64_t i) {
   return s;
 }
 
+/// The product of `d`, or -1 when it overflows (dims come from the payload).
 inline int64_t product(std::span<const int64_t> d) {
   int64_t n = 1;
-  for (int64_t x : d) n *= x;
+  for (int64_t x : d) {
+    if (x < 0 || (x != 0 && n > INT64_MAX / x)) return -1;
+    n *= x;
+  }
   return n;
+}
+
+/// Note [xnnpack scratch]: the temporaries a node needs beyond its values (an explicitly padded input, max-pool
+/// indices, PReLU's negative part, slice intermediates), in floats. Computed and bounded at init, so one scratch
+/// buffer allocated with the graph serves every node and no call allocates. Asymmetric padding is split: the
+/// symmetric part goes to the kernel, only the excess on one side is materialised, and that excess may not exceed
+/// the padded dim itself, so a padded input is at most 4x its input.
+struct SpatialPad {
+  std::array<int64_t, 2> symmetric{};  // (h, w) padding the kernel applies on both sides
+  int64_t top = 0, bottom = 0, left = 0, right = 0;  // the excess materialised in scratch
+  bool explicit_pad() const { return top || bottom || left || right; }
+};
+inline SpatialPad split_padding(const Node& n) {
+  const int64_t t = n.conv[0], r = n.conv[1], b = n.conv[2], l = n.conv[3];
+  SpatialPad p;
+  p.symmetric = {std::min(t, b), std::min(l, r)};
+  p.top = t - p.symmetric[0];
+  p.bottom = b - p.symmetric[0];
+  p.left = l - p.symmetric[1];
+  p.right = r - p.symmetric[1];
+  return p;
+}
+
+inline Result<uint64_t> scratch_floats(const Graph& g, const Node& n) {
+  using K = NodeKind;
+  const auto& in = g.values[n.inputs[0]];
+  uint64_t need = 0;
+  const bool spatial = n.kind == K::Conv2d || n.kind == K::DepthwiseConv2d || n.kind == K::MaxPooling2d;
+  if (spatial) {
+    const SpatialPad p = split_padding(n);
+    if (p.explicit_pad()) {
+      const auto& d = in.dims;  // NHWC, 4-D: check_node
+      if (p.top + p.bottom > std::max<int64_t>(d[1], 1) || p.left + p.right > std::max<int64_t>(d[2], 1))
+        return fail(Error::InvalidProgram, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
+                    ", left ", n.conv[3], ", right ", n.conv[1], ") exceeds the input ", shape_str(d));
+      const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
+      const int64_t e = product(padded);
+      if (e < 0) return fail(Error::InvalidProgram, n.where(), ": padded input overflows");
+      need = static_cast<uint64_t>(e);
+    }
+  }
+  if (n.kind == K::MaxPooling2d) {
+    need = (need + 1) / 2 * 2;  // the int64 indices follow, 8-byte aligned
+    need += 2 * static_cast<uint64_t>(g.values[n.output].numel);
+  }
+  if (n.kind == K::PReLU) need = static_cast<uint64_t>(in.numel);
+  if (n.kind == K::StaticSlice) need = 2 * static_cast<uint64_t>(in.numel);  // two intermediates taking turns
+  return need;
 }
 
 /// Checks what depends only on the graph, so execute can rely on it (Note: each case says what run_node assumes).
@@ -146,22 +198,36 @@ class Executor {
   /// Upper bound on one graph's own storage (constants plus intermediates, one buffer each).
   static constexpr uint64_t kMaxStorageBytes = uint64_t{4} << 30;
 
-  static Result<std::unique_ptr<Executor>> create(Graph g) {
+  /// `max_bytes` > 0 lowers the limit for this graph (LoadOptions::max_planned_bytes).
+  static Result<std::unique_ptr<Executor>> create(Graph g, uint64_t max_bytes = 0) {
     auto e = std::unique_ptr<Executor>(new Executor());
     e->ptr_.assign(g.values.size(), nullptr);
     e->storage_.resize(g.values.size());
     for (const Node& n : g.nodes) ETRT_CHECK_OK(detail::check_node(g, n));
     ETRT_TRY(const Plan plan, plan_intermediates(g));
+    uint64_t scratch = 0;  // Note [xnnpack scratch]
+    for (const Node& n : g.nodes) {
+      ETRT_TRY(const uint64_t need, detail::scratch_floats(g, n));
+      scratch = std::max(scratch, need);
+    }
     // Bound what a payload may ask for before allocating (a corrupt dim must not exhaust memory).
-    uint64_t total_bytes = plan.arena_floats * sizeof(float);
+    uint64_t total_bytes = (plan.arena_floats + scratch) * sizeof(float);
     for (const Value& v : g.values)
       if (v.present && !v.constant.empty()) total_bytes += v.constant.size();
-    if (total_bytes > kMaxStorageBytes)
+    const uint64_t limit = max_bytes > 0 ? std::min(max_bytes, kMaxStorageBytes) : kMaxStorageBytes;
+    if (total_bytes > limit)
       return fail(Error::MemoryAllocationFailed, "XNNPACK graph: its constants and intermediates need ", total_bytes,
-                  " bytes, over the delegate's limit of ", kMaxStorageBytes);
+                  " bytes, over the ", max_bytes > 0 && max_bytes < kMaxStorageBytes ? "load option's cap" : "delegate's limit",
+                  " of ", limit, " bytes");
     // Default-initialised: pages are touched by the first node that writes them, not here.
     e->arena_.reset(new (std::nothrow) float[std::max<uint64_t>(plan.arena_floats, 1)]);
     if (!e->arena_) return fail(Error::MemoryAllocationFailed, "XNNPACK graph: cannot allocate ", total_bytes, " bytes");
+    if (scratch > 0) {
+      e->scratch_.reset(new (std::nothrow) float[scratch]);
+      if (!e->scratch_)
+        return fail(Error::MemoryAllocationFailed, "XNNPACK graph: cannot allocate ", scratch * sizeof(float),
+                    " bytes of scratch");
+    }
     for (size_t id = 0; id < g.values.size(); ++id) {
       const Value& v = g.values[id];
       if (!v.present) continue;
@@ -312,26 +378,23 @@ class Executor {
     return Tensor::make(ScalarType::Float, sizes, order, const_cast<void*>(p));
   }
 
-  /// The input of a convolution or pooling node as an NCHW view. Asymmetric padding (top/bottom or left/right
-  /// differ) is applied here, into `buf`, with `value`; `pad` receives the symmetric padding left for the kernel.
-  Result<Tensor> spatial_input(KernelContext& ctx, const Node& n, float value, std::vector<float>& buf,
-                               std::array<int64_t, 2>& pad) const {
-    const uint32_t top = n.conv[0], right = n.conv[1], bottom = n.conv[2], left = n.conv[3];
-    if (top == bottom && left == right) {
-      pad = {top, left};
-      return nchw(n.inputs[0]);
-    }
-    pad = {0, 0};
+  /// The input of a convolution or pooling node as an NCHW view. The excess of asymmetric padding is applied here,
+  /// into the scratch buffer, with `value`; `pad` receives the symmetric padding left for the kernel
+  /// (Note [xnnpack scratch]).
+  Result<Tensor> spatial_input(KernelContext& ctx, const Node& n, float value, std::array<int64_t, 2>& pad) const {
+    const detail::SpatialPad p = detail::split_padding(n);
+    pad = p.symmetric;
+    if (!p.explicit_pad()) return nchw(n.inputs[0]);
     const auto& d = g_.values[n.inputs[0]].dims;  // NHWC, 4-D: check_node
-    const std::array<int64_t, 4> padded{d[0], d[1] + top + bottom, d[2] + left + right, d[3]};
-    buf.resize(static_cast<size_t>(detail::product(padded)));
+    const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
+    float* buf = scratch_.get();  // sized at init for this node
     ETRT_TRY(Tensor x, flat(n.inputs[0]));
-    ETRT_TRY(Tensor px, Tensor::make(ScalarType::Float, padded, {}, buf.data()));
-    const std::array<int64_t, 6> pads{0, 0, left, right, top, bottom};  // (C, W, H) pairs, last dim first
+    ETRT_TRY(Tensor px, Tensor::make(ScalarType::Float, padded, {}, buf));
+    const std::array<int64_t, 6> pads{0, 0, p.left, p.right, p.top, p.bottom};  // (C, W, H) pairs, last dim first
     ETRT_CHECK_OK(kernels::constant_pad_nd_out<F>(ctx, x, pads, detail::fscalar(value), px));
     const std::array<int64_t, 4> sizes{padded[0], padded[3], padded[1], padded[2]};
     static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
-    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, buf.data());
+    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, buf);
   }
 
   Status copy(const Node& n) {
@@ -364,10 +427,9 @@ class Executor {
         ETRT_TRY(Tensor x, flat(n.inputs[0]));
         ETRT_TRY(Tensor w, flat(n.inputs[1]));
         ETRT_TRY(Tensor o, flat(n.output));
-        std::vector<float> neg(static_cast<size_t>(x.numel()));
         float zero = 0.f;
         ETRT_TRY(Tensor z, Tensor::make(ScalarType::Float, {}, {}, &zero));
-        ETRT_TRY(Tensor tn, Tensor::make(ScalarType::Float, x.sizes(), {}, neg.data()));
+        ETRT_TRY(Tensor tn, Tensor::make(ScalarType::Float, x.sizes(), {}, scratch_.get()));
         ETRT_CHECK_OK(k::minimum_out<F>(ctx, x, z, tn));
         ETRT_CHECK_OK(k::mul_out<F>(ctx, tn, w, tn));
         ETRT_CHECK_OK(k::maximum_out<F>(ctx, x, z, o));
@@ -424,9 +486,8 @@ class Executor {
         return k::linear_out<F>(ctx, x, w, bias ? &*bias : nullptr, o);
       }
       case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
-        std::vector<float> padded;
         std::array<int64_t, 2> pad{};
-        ETRT_TRY(Tensor x, spatial_input(ctx, n, 0.f, padded, pad));
+        ETRT_TRY(Tensor x, spatial_input(ctx, n, 0.f, pad));
         ETRT_TRY(Tensor o, nchw(n.output));
         ETRT_TRY(Tensor w, conv_weight(n));
         std::optional<Tensor> bias;
@@ -443,16 +504,22 @@ class Executor {
                                      n.conv[12], o);
       }
       case K::MaxPooling2d: case K::AvgPooling2d: {
-        std::vector<float> padded;
         std::array<int64_t, 2> pad{};
-        ETRT_TRY(Tensor x, spatial_input(ctx, n, -std::numeric_limits<float>::infinity(), padded, pad));
+        ETRT_TRY(Tensor x, spatial_input(ctx, n, -std::numeric_limits<float>::infinity(), pad));
         ETRT_TRY(Tensor o, nchw(n.output));
         const std::array<int64_t, 2> ks{n.conv[4], n.conv[5]}, stride{n.conv[6], n.conv[7]};
         if (n.kind == K::AvgPooling2d)
           return k::avg_pool2d_out<F>(ctx, x, ks, stride, pad, false, false, std::nullopt, o);
         const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
-        std::vector<int64_t> idx(static_cast<size_t>(o.numel()));
-        ETRT_TRY(Tensor it, Tensor::make(ScalarType::Long, o.sizes(), {}, idx.data()));
+        // The indices follow the padded input in scratch (Note [xnnpack scratch]).
+        const detail::SpatialPad sp = detail::split_padding(n);
+        uint64_t at = 0;
+        if (sp.explicit_pad()) {
+          const auto& d = g_.values[n.inputs[0]].dims;
+          at = static_cast<uint64_t>(d[0] * (d[1] + sp.top + sp.bottom) * (d[2] + sp.left + sp.right) * d[3]);
+        }
+        at = (at + 1) / 2 * 2;
+        ETRT_TRY(Tensor it, Tensor::make(ScalarType::Long, o.sizes(), {}, scratch_.get() + at));
         return k::max_pool2d_with_indices_out<F>(ctx, x, ks, stride, pad, dil, false, o, it);
       }
       case K::GlobalAvgPooling2d: {
@@ -498,8 +565,8 @@ class Executor {
         ETRT_TRY(Tensor cur, flat(n.inputs[0]));
         const size_t r = cur.dim();
         std::vector<int64_t> sizes(cur.sizes().begin(), cur.sizes().end());
-        std::vector<std::vector<float>> tmp;
         std::vector<size_t> sliced;
+        float* tmp[2] = {scratch_.get(), scratch_.get() ? scratch_.get() + g_.values[n.inputs[0]].numel : nullptr};
         for (size_t d = 0; d < r; ++d) {
           const int64_t size = n.ints[r + d] == 0 ? sizes[d] - n.ints[d] : n.ints[r + d];
           if (n.ints[d] != 0 || size != sizes[d]) sliced.push_back(d);
@@ -513,8 +580,7 @@ class Executor {
           if (j + 1 == sliced.size()) {
             ETRT_TRY(next, flat(n.output));
           } else {
-            tmp.emplace_back(static_cast<size_t>(detail::product(sizes)));
-            ETRT_TRY(next, Tensor::make(ScalarType::Float, sizes, {}, tmp.back().data()));
+            ETRT_TRY(next, Tensor::make(ScalarType::Float, sizes, {}, tmp[j % 2]));  // each fits: sizes only shrink
           }
           ETRT_CHECK_OK(k::slice_copy_tensor_out<F>(ctx, cur, static_cast<int64_t>(d), off, off + size, 1, next));
           cur = next;
@@ -527,6 +593,7 @@ class Executor {
         const auto& bd = g_.values[n.inputs[1]].dims;
         const auto& od = g_.values[n.output].dims;
         const int64_t batch = detail::product(std::span<const int64_t>(ad).first(ad.size() - 2));
+        if (batch < 0) return fail(Error::InvalidProgram, "batch of ", shape_str(ad), " overflows");
         const std::array<int64_t, 3> as{batch, ad[ad.size() - 2], ad.back()}, bs{batch, bd[bd.size() - 2], bd.back()};
         if (od.size() < 2) return fail(Error::InvalidProgram, "output must be at least 2-D");
         const std::array<int64_t, 3> os{batch, od[od.size() - 2], od.back()};
@@ -546,6 +613,7 @@ class Executor {
   Graph g_;
   std::vector<std::unique_ptr<float[]>> storage_;  // constants, by value id
   std::unique_ptr<float[]> arena_;                  // intermediates, placed by plan_intermediates
+  std::unique_ptr<float[]> scratch_;                // node temporaries (Note [xnnpack scratch])
   std::vector<float*> ptr_;
   std::mutex mu_;
 };

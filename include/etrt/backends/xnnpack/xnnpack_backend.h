@@ -22,10 +22,16 @@ class XnnpackDelegate final : public BackendInterface {
   }
 
   Result<std::shared_ptr<void>> init_with_named_data(std::span<const uint8_t> payload,
-                                                     std::span<const CompileSpec> /*compile_specs*/,
+                                                     std::span<const CompileSpec> compile_specs,
                                                      const NamedDataFn& named) const override {
+    return init_with_limit(payload, compile_specs, named, 0);
+  }
+
+  Result<std::shared_ptr<void>> init_with_limit(std::span<const uint8_t> payload,
+                                                std::span<const CompileSpec> /*compile_specs*/,
+                                                const NamedDataFn& named, uint64_t max_bytes) const override {
     ETRT_TRY(Graph g, parse_payload(payload, named));
-    ETRT_TRY(auto exec, Executor::create(std::move(g)));
+    ETRT_TRY(auto exec, Executor::create(std::move(g), max_bytes));
     return std::shared_ptr<void>(std::shared_ptr<Executor>(std::move(exec)));
   }
 

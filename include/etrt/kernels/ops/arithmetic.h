@@ -19,11 +19,11 @@ struct ScalarBox {
 template <class Dtypes>
 Status add_out(KernelContext& ctx, const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
   if (alpha.is_integral() && alpha.to_int() == 1)
-    return binary_arith<Dtypes>("add.out", ctx, self, other, out, [](auto x, auto y) { return x + y; });
+    return binary_arith<Dtypes>("add.out", ctx, self, other, out, []<class C>(C x, C y) { return wrapping_add(x, y); });
   return visit(out.dtype(), Dtypes{}, "add.out", [&]<class T>() -> Status {
     using C = compute_t<T>;
     const C a = scalar_as<C>(alpha);
-    return binary_arith<types<T>>("add.out", ctx, self, other, out, [a](C x, C y) { return x + a * y; });
+    return binary_arith<types<T>>("add.out", ctx, self, other, out, [a](C x, C y) { return wrapping_add(x, wrapping_mul(a, y)); });
   });
 }
 
@@ -32,13 +32,13 @@ Status sub_out(KernelContext& ctx, const Tensor& self, const Tensor& other, cons
   return visit(out.dtype(), Dtypes{}, "sub.out", [&]<class T>() -> Status {
     using C = compute_t<T>;
     const C a = scalar_as<C>(alpha);
-    return binary_arith<types<T>>("sub.out", ctx, self, other, out, [a](C x, C y) { return x - a * y; });
+    return binary_arith<types<T>>("sub.out", ctx, self, other, out, [a](C x, C y) { return wrapping_sub(x, wrapping_mul(a, y)); });
   });
 }
 
 template <class Dtypes>
 Status mul_out(KernelContext& ctx, const Tensor& self, const Tensor& other, Tensor& out) {
-  return binary_arith<Dtypes>("mul.out", ctx, self, other, out, [](auto x, auto y) { return x * y; });
+  return binary_arith<Dtypes>("mul.out", ctx, self, other, out, []<class C>(C x, C y) { return wrapping_mul(x, y); });
 }
 
 /// True division: the output is floating (the exporter gives it a float dtype).

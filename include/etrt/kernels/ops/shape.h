@@ -478,7 +478,7 @@ Status roll_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t>
     mv::for_each_view_offset(mv::view_of(out), [&](int64_t o) { oo.push_back(o); });
     const char* s = static_cast<const char*>(self.data());
     char* d = static_cast<char*>(out.data());
-    for (int64_t i = 0; i < n; ++i) std::memcpy(d + oo[(i + sh) % n] * es, s + io[i] * es, static_cast<size_t>(es));
+    for (int64_t i = 0; i < n; ++i) std::memmove(d + oo[(i + sh) % n] * es, s + io[i] * es, static_cast<size_t>(es));
     return {};
   }
   if (shifts.size() != dims.size())

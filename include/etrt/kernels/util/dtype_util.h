@@ -1,6 +1,7 @@
 // Type promotion and element conversion shared by the portable kernels.
 #pragma once
 
+#include <limits>
 #include <complex>
 #include <type_traits>
 
@@ -102,9 +103,42 @@ inline C convert(T v) {
       return C(v);
     else
       return static_cast<C>(v.real());
+  } else if constexpr (std::is_integral_v<C> && std::is_floating_point_v<T>) {
+    // Out-of-range and NaN float-to-int conversions are undefined in C++: NaN becomes 0 and anything else
+    // saturates to C's range (data can hold any float, the result must not be undefined behaviour).
+    if (!(v == v)) return C{0};
+    if (v <= static_cast<T>(std::numeric_limits<C>::lowest())) return std::numeric_limits<C>::lowest();
+    if (v >= static_cast<T>(std::numeric_limits<C>::max())) return std::numeric_limits<C>::max();
+    return static_cast<C>(v);
   } else {
     return static_cast<C>(v);
   }
+}
+
+/// Integer add/sub/mul wrap around (two's complement) as torch's do; signed overflow is undefined in C++, so they
+/// compute in the unsigned type (at least `unsigned`, so that narrow types are not promoted back to int).
+template <class C>
+using wrap_unsigned_t = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
+template <class C>
+inline C wrapping_add(C x, C y) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>)
+    return static_cast<C>(static_cast<wrap_unsigned_t<C>>(x) + static_cast<wrap_unsigned_t<C>>(y));
+  else
+    return static_cast<C>(x + y);
+}
+template <class C>
+inline C wrapping_sub(C x, C y) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>)
+    return static_cast<C>(static_cast<wrap_unsigned_t<C>>(x) - static_cast<wrap_unsigned_t<C>>(y));
+  else
+    return static_cast<C>(x - y);
+}
+template <class C>
+inline C wrapping_mul(C x, C y) {
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>)
+    return static_cast<C>(static_cast<wrap_unsigned_t<C>>(x) * static_cast<wrap_unsigned_t<C>>(y));
+  else
+    return static_cast<C>(x * y);
 }
 
 template <class C>

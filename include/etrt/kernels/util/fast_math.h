@@ -14,7 +14,8 @@ inline float exp_fast(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;        // ln 2 split so that n * kLn2Hi is exact
   constexpr float kLn2Lo = -2.12194440e-4f;
-  const float xc = x > 88.3762626647949f ? 88.3762626647949f : (x < -87.3365447504f ? -87.3365447504f : x);
+  // Written so that NaN lands on the lower bound: the integer conversion below must see a finite value.
+  const float xc = x >= -87.3365447504f ? (x <= 88.3762626647949f ? x : 88.3762626647949f) : -87.3365447504f;
   // Round to nearest by adding and removing 1.5 * 2^23 (SSE2 has no vector round instruction; nearbyint
   // would be a libm call per element).
   constexpr float kRound = 12582912.0f;

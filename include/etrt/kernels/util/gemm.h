@@ -91,20 +91,20 @@ struct Micro {
   int nr;
 };
 
-/// Tests set this to 0 or 1 to exercise the narrower micro-kernels (-1: use what the CPU has).
+/// Tests set this to exercise the narrower micro-kernels (-1: use what the CPU has). A level above what the CPU
+/// supports is capped to it: forcing AVX-512 on a CPU without it would raise SIGILL.
 inline int force_level = -1;
 
 /// 2 = AVX-512F, 1 = AVX2 + FMA, 0 = baseline; detected once.
 inline int cpu_level() {
 #ifdef ETRT_GEMM_X86
-  if (force_level >= 0) return force_level;
   static const int level = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return 2;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
     return 0;
   }();
-  return level;
+  return force_level >= 0 ? std::min(force_level, level) : level;
 #else
   (void)force_level;
   return 0;

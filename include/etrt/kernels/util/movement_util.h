@@ -74,7 +74,7 @@ inline void copy_loop(char* dbase, const char* sbase, int rank, const int64_t* s
     U* d = d0 + doff;
     const U* s = s0 + soff;
     if (dsl == 1 && ssl == 1) {
-      std::memcpy(d, s, static_cast<size_t>(n) * sizeof(U));
+      std::memmove(d, s, static_cast<size_t>(n) * sizeof(U));
     } else if (ssl == 0) {
       const U v = *s;
       for (int64_t i = 0; i < n; ++i) d[i * dsl] = v;
@@ -189,7 +189,7 @@ inline void copy_logical(const Tensor& out, const Tensor& in) {
   char* od = vo.data;
   const char* id = vi.data;
   for_each_view_offset(vo, [&](int64_t o) {
-    std::memcpy(od + o * static_cast<int64_t>(es), id + offs[k++] * static_cast<int64_t>(es), es);
+    std::memmove(od + o * static_cast<int64_t>(es), id + offs[k++] * static_cast<int64_t>(es), es);
   });
 }
 

@@ -1,0 +1,100 @@
+// Regressions for undefined behaviour and escaping exceptions that data can drive (the reliability review): each
+// case failed, or was undefined behaviour that the sanitizer build (tools/asan_tests.sh runtime) reported.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "test_support.h"  // the runtime first: the kernel utilities build on its types
+#include "etrt/kernels/kernel.h"
+#include "etrt/kernels/util/dtype_util.h"
+#include "etrt/kernels/util/fast_math.h"
+#include "etrt/kernels/util/parallel.h"
+
+using namespace etrt;
+
+TEST_CASE("reliability: exp_fast of NaN and infinities converts no NaN to an integer", "[reliability]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  CHECK(std::isnan(kernels::exp_fast(nan)));
+  CHECK(kernels::exp_fast(inf) == inf);
+  CHECK(kernels::exp_fast(-inf) == 0.0f);
+  CHECK(kernels::exp_fast(0.0f) == Approx(1.0f));
+}
+
+TEST_CASE("reliability: float to integer conversion saturates and maps NaN to 0", "[reliability]") {
+  using kernels::convert;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  CHECK(convert<uint8_t>(nan) == 0);
+  CHECK(convert<uint8_t>(inf) == 255);
+  CHECK(convert<uint8_t>(-inf) == 0);
+  CHECK(convert<uint8_t>(300.0f) == 255);
+  CHECK(convert<int64_t>(1e30) == std::numeric_limits<int64_t>::max());
+  CHECK(convert<int32_t>(-1e30f) == std::numeric_limits<int32_t>::min());
+  CHECK(convert<int32_t>(-7.9f) == -7);
+}
+
+TEST_CASE("reliability: integer add, sub and mul wrap instead of overflowing", "[reliability]") {
+  using kernels::wrapping_add, kernels::wrapping_mul, kernels::wrapping_sub;
+  constexpr int64_t mx = std::numeric_limits<int64_t>::max(), mn = std::numeric_limits<int64_t>::min();
+  CHECK(wrapping_sub<int64_t>(mn, 1) == mx);
+  CHECK(wrapping_add<int64_t>(mx, 1) == mn);
+  CHECK(wrapping_mul<int64_t>(mx, 2) == -2);
+  CHECK(wrapping_mul<int16_t>(int16_t{300}, int16_t{300}) == static_cast<int16_t>(90000 - 65536));
+  CHECK(wrapping_mul<uint16_t>(uint16_t{65535}, uint16_t{65535}) == 1);  // promoted to int, this overflowed
+  CHECK(wrapping_add<float>(1.5f, 2.0f) == 3.5f);
+}
+
+TEST_CASE("reliability: sizes whose strides overflow are an error even with a zero dim", "[reliability]") {
+  const int64_t big = int64_t{1} << 40;
+  const std::array<int64_t, 3> sizes{0, big, big};
+  auto t = Tensor::make(ScalarType::Float, sizes, {}, nullptr);
+  REQUIRE_FALSE(t.has_value());
+  CHECK(t.error().what.find("overflow") != std::string::npos);
+}
+
+TEST_CASE("reliability: an exception in a parallel chunk reaches the caller after every worker joined",
+          "[reliability]") {
+  const int saved = kernels::thread_count().load();
+  kernels::thread_count() = 4;
+  std::atomic<int> ran{0};
+  CHECK_THROWS_AS(kernels::parallel_for(4000, 1000,
+                                        [&](int64_t b, int64_t) {
+                                          ++ran;
+                                          if (b == 0) throw std::length_error("chunk 0");
+                                        }),
+                  std::length_error);
+  CHECK(ran.load() == 4);  // every chunk ran; none was abandoned while its thread was joinable
+  kernels::thread_count() = saved;
+}
+
+TEST_CASE("reliability: an exception inside the core becomes an error value", "[reliability]") {
+  auto r = errors_as_values("loading", []() -> Result<int> { throw std::bad_alloc(); });
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Error::MemoryAllocationFailed);
+  Status s = errors_as_values("running", []() -> Status { throw std::length_error("vector"); });
+  REQUIRE_FALSE(s);
+  CHECK(s.error().code == Error::Internal);
+  CHECK(s.error().what == "running: vector");
+}
+
+TEST_CASE("reliability: a huge declared arena allocates only what its tensors reach", "[reliability]") {
+  auto bytes = etrt::test::read_file(etrt::test::fixture_dir() / "add.pte");
+  // The arena size is the second int64 of non_const_buffer_sizes [0, 96]; find the unique 96 after a 0.
+  const std::array<uint8_t, 16> pattern{0, 0, 0, 0, 0, 0, 0, 0, 96, 0, 0, 0, 0, 0, 0, 0};
+  auto at = std::search(bytes.begin(), bytes.end(), pattern.begin(), pattern.end());
+  REQUIRE(at != bytes.end());
+  const int64_t huge = int64_t{1} << 45;  // 32 TiB
+  std::memcpy(&*(at + 8), &huge, 8);
+  auto program = Program::load(DataSource::copy_of(bytes));
+  REQUIRE(program.has_value());
+  auto m = Method::load(*program, "forward", etrt::test::options());
+  INFO((m ? std::string() : m.error().describe()));
+  REQUIRE(m.has_value());
+  CHECK((*m)->meta().planned_buffer_sizes[0] == huge);  // reported as declared, never allocated
+  LoadOptions capped = etrt::test::options();
+  capped.max_planned_bytes = 64;
+  auto refused = Method::load(*program, "forward", capped);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().what.find("over the load option's cap of 64 bytes") != std::string::npos);
+}
