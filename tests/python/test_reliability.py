@@ -172,20 +172,20 @@ def test_truncated_mapped_file_is_an_error_not_sigbus(portable_lib, tmp_path):
     import numpy as np
     from executorch.extension.pybindings import portable_lib as pl
     path = VICTIM
-    m = pl._load_for_executorch(path)
+    m = pl._load_for_executorch(path, mmap=True)
     x = np.ones((4, 16), np.float32)
     m.forward([x])
     with open(path, "r+b") as f:
         f.truncate(64)
     for call in (lambda: m.forward([x]), lambda: m.method_meta("forward"),
-                 lambda: pl._load_program(path)):
+                 lambda: pl._load_program(path, mmap=True)):
         try:
             call()
             print("NO ERROR")
         except RuntimeError as e:
             print("error:", e)
     path = VICTIM2
-    p = pl._load_program(path)
+    p = pl._load_program(path, mmap=True)
     with open(path, "wb") as f:
         pass
     try:
@@ -208,8 +208,9 @@ def test_truncated_mapped_file_is_an_error_not_sigbus(portable_lib, tmp_path):
 def test_overwritten_mapped_file_is_refused_and_mmap_false_is_immune(portable_lib, tmp_path):
     path = tmp_path / "add.pte"
     shutil.copy(FIXTURES / "add.pte", path)
-    mapped = portable_lib._load_for_executorch(str(path))
+    mapped = portable_lib._load_for_executorch(str(path), mmap=True)
     copied = portable_lib._load_for_executorch(str(path), mmap=False)
+    small_default = portable_lib._load_for_executorch(str(path))  # a small file is read into memory
     x = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(to_numpy(mapped.forward([x, x])[0]), 2 * x)
     # Same size, new contents: rewrite in place (new modification time).
@@ -221,6 +222,7 @@ def test_overwritten_mapped_file_is_refused_and_mmap_false_is_immune(portable_li
     with pytest.raises(RuntimeError, match="was modified on disk since it was loaded"):
         mapped.forward([x, x])
     np.testing.assert_array_equal(to_numpy(copied.forward([x, x])[0]), 2 * x)
+    np.testing.assert_array_equal(to_numpy(small_default.forward([x, x])[0]), 2 * x)
     path.unlink()
     np.testing.assert_array_equal(to_numpy(copied.forward([x, x])[0]), 2 * x)
 
@@ -263,7 +265,7 @@ def test_bool_input_with_bytes_other_than_0_or_1_is_refused(portable_lib):
 def test_program_with_external_data(portable_lib, tmp_path):
     z = np.load(RELIABILITY / "program_data.npz")
     pte, ptd = RELIABILITY / "program_data.pte", RELIABILITY / "program_data.ptd"
-    for mmap in (True, False):
+    for mmap in (True, False, None):
         m = portable_lib._load_for_executorch(str(pte), data_path=str(ptd), mmap=mmap)
         np.testing.assert_allclose(to_numpy(m.forward([z["in0"]])[0]), z["out0"], rtol=1e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="external data"):
@@ -271,7 +273,7 @@ def test_program_with_external_data(portable_lib, tmp_path):
     # The data file changed on disk after loading: an error, not different weights.
     copy = tmp_path / "program_data.ptd"
     shutil.copy(ptd, copy)
-    m = portable_lib._load_for_executorch(str(pte), data_path=str(copy))
+    m = portable_lib._load_for_executorch(str(pte), data_path=str(copy), mmap=True)
     m.forward([z["in0"]])
     with open(copy, "r+b") as f:
         f.truncate(100)

@@ -322,15 +322,15 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   const auto verif_default = Verification::InternalConsistency;
   m.def(
       "_load_for_executorch",
-      [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v, bool mmap,
-                uint64_t max_planned) {
+      [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v,
+                std::optional<bool> mmap, uint64_t max_planned) {
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>(), mmap);
         return std::make_shared<PyModule>(
             make_program_state(source_from_path(path, mmap), data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("path"), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default, py::kw_only(),
-      py::arg("mmap") = true, py::arg("max_planned_bytes") = 0);
+      py::arg("mmap") = py::none(), py::arg("max_planned_bytes") = 0);
   m.def(
       "_load_for_executorch_from_buffer",
       [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t dbg, Verification v,
@@ -355,15 +355,15 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       py::arg("debug_buffer_size") = 0);
   m.def(
       "_load_program",
-      [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path, bool mmap,
-                uint64_t max_planned) {
+      [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path,
+                std::optional<bool> mmap, uint64_t max_planned) {
         auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>(), mmap);
         return std::make_shared<PyProgram>(
             make_program_state(source_from_path(path, mmap), data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("path"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
       py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none(), py::kw_only(),
-      py::arg("mmap") = true, py::arg("max_planned_bytes") = 0);
+      py::arg("mmap") = py::none(), py::arg("max_planned_bytes") = 0);
   m.def(
       "_load_program_from_buffer",
       [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path,

@@ -119,9 +119,21 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
   return ps;
 }
 
-/// A file mapped in place (the default) or, with `mmap` false, read into memory (Note [mapped files]).
-inline std::shared_ptr<const DataSource> source_from_path(const std::string& path, bool mmap = true) {
-  return check(mmap ? DataSource::from_file(path) : DataSource::read_file(path));
+/// Files up to this size are read into memory when the caller leaves the choice to us (Note [mapped files]).
+inline constexpr uint64_t kReadIntoMemoryBytes = uint64_t{16} << 20;
+
+/// A file mapped in place (`mmap` true), read into memory (false) or, when `mmap` is None, read if it is at most
+/// kReadIntoMemoryBytes and mapped otherwise (Note [mapped files]): a small file costs nothing to copy and then
+/// needs no check per call; a large one is read in place, where one check per call is negligible.
+inline std::shared_ptr<const DataSource> source_from_path(const std::string& path, std::optional<bool> mmap = {}) {
+  bool map = true;
+  if (mmap) {
+    map = *mmap;
+  } else {
+    struct stat st {};
+    map = ::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > kReadIntoMemoryBytes;
+  }
+  return check(map ? DataSource::from_file(path) : DataSource::read_file(path));
 }
 inline std::shared_ptr<const DataSource> source_from_bytes(py::handle buffer) {
   // The bytes are copied into storage the program owns, so the caller's object may go away (upstream #10725).

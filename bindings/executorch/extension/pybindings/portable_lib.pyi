@@ -122,14 +122,15 @@ class BundledModule:
 def _load_for_executorch(path: str, data_path: Optional[str] = None, enable_etdump: bool = False,
                          debug_buffer_size: int = 0,
                          program_verification: Verification = Verification.InternalConsistency, *,
-                         mmap: bool = True, max_planned_bytes: int = 0) -> ExecuTorchModule:
+                         mmap: Optional[bool] = None, max_planned_bytes: int = 0) -> ExecuTorchModule:
     """Loads a program from a file; the Module loads its methods on first use.
 
-    mmap=True (the default) maps the file and reads its constants in place: no copy, pages load on demand. The file
-    must then stay unchanged while the module lives: before each load, method_meta and execution the module checks
-    the file's size, inode and modification time and raises RuntimeError if another process truncated or rewrote
-    it (a truncation racing with a running execution can still raise SIGBUS). mmap=False reads the whole file (and
-    data_path) into memory, immune to later changes of the file.
+    mmap=True maps the file and reads its constants in place: no copy, pages load on demand. The file must then
+    stay unchanged while the module lives: before each load, method_meta and execution the module checks the
+    file's size, inode and modification time and raises RuntimeError if another process truncated or rewrote it
+    (a truncation racing with a running execution can still raise SIGBUS). mmap=False reads the whole file (and
+    data_path) into memory, immune to later changes of the file. mmap=None (the default) reads files up to 16 MiB
+    and maps larger ones.
 
     max_planned_bytes > 0 refuses, when a method loads, a method whose planned memory (arenas, and each delegate's
     constants and intermediates) exceeds that many bytes; for services that load untrusted files. Arena sizes a file
@@ -162,7 +163,7 @@ def _load_for_executorch_from_data_loader(loader: PyDataLoader, data_path: Optio
 def _load_bundled_program_from_buffer(buffer: bytes, non_const_pool_size: int = ...) -> BundledModule: ...
 def _load_program(path: str, enable_etdump: bool = False, debug_buffer_size: int = 0,
                   program_verification: Verification = Verification.Minimal,
-                  data_path: Optional[str] = None, *, mmap: bool = True,
+                  data_path: Optional[str] = None, *, mmap: Optional[bool] = None,
                   max_planned_bytes: int = 0) -> ExecuTorchProgram:
     """Loads a program from a file, eagerly. enable_etdump, debug_buffer_size, mmap and max_planned_bytes as for
     _load_for_executorch; the Program's methods share its ETDump and debug buffer."""

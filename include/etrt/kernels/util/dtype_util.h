@@ -159,13 +159,13 @@ inline void store_as(void* base, int64_t i, C v) {
 template <class C>
 inline LoadFn<C> loader_for(ScalarType st) {
   LoadFn<C> fn = nullptr;
-  [&]<class... Ts>(types<Ts...>) { ((st == dtype_of<Ts> ? (fn = &load_as<C, Ts>, true) : false) || ...); }(all_types{});
+  [&]<class... Ts>(types<Ts...>) { (void)((st == dtype_of<Ts> ? (fn = &load_as<C, Ts>, true) : false) || ...); }(all_types{});
   return fn;
 }
 template <class C>
 inline StoreFn<C> storer_for(ScalarType st) {
   StoreFn<C> fn = nullptr;
-  [&]<class... Ts>(types<Ts...>) { ((st == dtype_of<Ts> ? (fn = &store_as<C, Ts>, true) : false) || ...); }(all_types{});
+  [&]<class... Ts>(types<Ts...>) { (void)((st == dtype_of<Ts> ? (fn = &store_as<C, Ts>, true) : false) || ...); }(all_types{});
   return fn;
 }
 

@@ -108,7 +108,7 @@ inline Status copy_convert(std::string_view op, const Tensor& src, Tensor& out) 
     if (same_dense_layout(src, out)) {
       bool done = false;
       [&]<class... Ss>(types<Ss...>) {
-        ((src.dtype() == dtype_of<Ss> ? (done = true, [&] {
+        (void)((src.dtype() == dtype_of<Ss> ? (done = true, [&] {
            const Ss* s = src.data_as<Ss>();
            for (int64_t i = 0; i < n; ++i) o[i] = convert<T>(s[i]);
          }(), true) : false) || ...);
