@@ -60,6 +60,16 @@ def parse_schema(schema: str) -> tuple[list[tuple[str, str, bool]], int]:
     return args, 1  # one return slot, whatever the returns (several returns share a TensorList slot)
 
 
+# Plain returns (no alias annotation): the kernel computes a new value into the return slot itself, so the wrapper
+# passes that slot. Scalars (shape arithmetic: aten::sym_size.int, executorch_prim::*) and views (et_view).
+VALUE_RETURNS = {"Scalar", "int", "SymInt", "float", "SymFloat", "bool", "SymBool", "Tensor"}
+
+
+def value_return(schema: str) -> bool:
+    ret = re.match(r"^.*\)\s*->\s*(.*)$", schema.strip()).group(1).strip()
+    return ret in VALUE_RETURNS
+
+
 CPP_KEYWORDS = {"default", "int", "float", "bool", "char", "template", "class", "out_"}
 
 
@@ -153,6 +163,8 @@ def wrapper(op: dict, storage: str) -> list[str]:
         stmt, expr = unpack(i, typ, name, mutable)
         out.append("  " + stmt)
         call_args.append(expr)
+    if value_return(op["schema"]):
+        call_args.append(f"*args[{len(args)}]")  # the return slot, written by the kernel
     out.append(f"  return {op['kernel']}<{dtypes_expr(op['dtypes'])}>(ctx{''.join(', ' + a for a in call_args)});")
     out += ["}", ""]
     return out
@@ -182,6 +194,8 @@ def kernels_header(ops: list[dict]) -> str:
     for op in ops:
         args, nret = parse_schema(op["schema"])
         mask = sum(1 << i for i, (_, _, mutable) in enumerate(args) if mutable)
+        if value_return(op["schema"]):
+            mask |= 1 << len(args)  # the kernel writes its return slot
         device_aware = "true" if op.get("device_aware", False) else "false"
         out.append(f"      {{\"{op['name']}\", {len(args) + nret}, &{ident(op['name'])}, {mask:#x}ull, {device_aware}}},")
     out += ["  }};", "  return kTable;", "}", "", "}  // namespace etrt::generated"]

@@ -11,6 +11,7 @@
 #include "etrt/kernels/util/dtype_util.h"
 #include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/ops/prim.h"
 
 using namespace etrt;
 
@@ -97,4 +98,32 @@ TEST_CASE("reliability: a huge declared arena allocates only what its tensors re
   auto refused = Method::load(*program, "forward", capped);
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.error().what.find("over the load option's cap of 64 bytes") != std::string::npos);
+}
+
+TEST_CASE("prim ops: Python's floor division and modulo, wrapping, division by zero is an error", "[prim]") {
+  using namespace etrt::kernels;
+  CHECK(prim::floor_div(-7, 2) == -4);
+  CHECK(prim::floor_div(7, -2) == -4);
+  CHECK(prim::floor_div(7, 2) == 3);
+  CHECK(prim::floor_mod(-7, 2) == 1);
+  CHECK(prim::floor_mod(7, -2) == -1);
+  CHECK(prim::floor_div(std::numeric_limits<int64_t>::min(), -1) == std::numeric_limits<int64_t>::min());
+  KernelContext ctx;
+  EValue ret(int64_t{0});
+  Scalar a{int64_t{7}}, zero{int64_t{0}}, half{0.5};
+  REQUIRE_FALSE(prim_floordiv<all_types>(ctx, a, zero, ret));
+  REQUIRE(prim_mul<all_types>(ctx, a, half, ret));
+  CHECK(ret.is_double());
+  CHECK(ret.double_unchecked() == 3.5);
+  REQUIRE(prim_ceil<all_types>(ctx, Scalar{3.2}, ret));
+  CHECK(ret.int_unchecked() == 4);
+  REQUIRE_FALSE(prim_ceil<all_types>(ctx, Scalar{std::nan("")}, ret));  // NaN has no integer value
+  // A return slot that holds a tensor is never overwritten (lists may point into it).
+  float storage = 0;
+  auto t = Tensor::make(ScalarType::Float, {}, {}, &storage);
+  REQUIRE(t.has_value());
+  EValue tensor_slot(std::move(*t));
+  auto refused = prim_add<all_types>(ctx, a, a, tensor_slot);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().what.find("not a scalar") != std::string::npos);
 }

@@ -868,7 +868,12 @@ inline void Method::set_logged_slots(Instruction& ins, uint64_t mutable_slots) {
 /// kernel must then fail instead of dereferencing null.
 inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
   const auto missing = [&](const Tensor& t) { return t.data() == nullptr && t.capacity_nbytes() > 0; };
-  for (const EValue* v : ins.args) {
+  // A kernel that computes its return value (a view such as et_view) gives the return slot its storage itself.
+  const size_t ret = ins.args.size() - 1;
+  const bool sets_return = ret < 64 && ((ins.mutable_slots >> ret) & 1u);
+  for (size_t j = 0; j < ins.args.size(); ++j) {
+    if (sets_return && j == ret) continue;
+    const EValue* v = ins.args[j];
     if (v->is_tensor()) {
       if (missing(v->tensor_unchecked()))
         return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name, "): value ",
