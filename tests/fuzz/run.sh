@@ -4,12 +4,13 @@
 #   tests/fuzz/run.sh SECONDS [libFuzzer args...]     e.g. tests/fuzz/run.sh 60, or tests/fuzz/run.sh 3600 -jobs=2
 #   tests/fuzz/run.sh --replay FILE...               runs the target once on each file (a finding, a regression)
 #
-# The seed corpus is the project's own fixtures (tests/fixtures/{exported,xnnpack,cuda,reliability}) plus every input that once
-# was a finding (tests/fuzz/regressions, replayed first: a regression fails the run). New inputs the fuzzer finds go
-# to build-fuzz/corpus, which is not committed. Any finding (crash, sanitizer report, leak, a 10 s timeout, more
-# than 2 GB of RSS or one allocation over 2 GB) fails the run, writes the input to build-fuzz/findings/ and exits
-# non-zero; turn it into a regression by fixing it and committing the input under tests/fuzz/regressions/.
-# Needs clang and libFuzzer (Debian: clang, libclang-rt-dev); install_executorch.sh --fuzz installs them.
+# The seed corpus is the project's own fixtures (tests/fixtures/{exported,xnnpack,cuda,reliability,dynamic}) plus
+# every input that once was a finding (tests/fuzz/regressions, replayed first: a regression fails the run). New
+# inputs the fuzzer finds go to build-fuzz/corpus, which is not committed. Any finding (a crash, a sanitizer report,
+# a leak, a 25 s timeout, more than 2 GB of RSS or one allocation over 2 GB) fails the run, writes the input to
+# build-fuzz/findings/ and exits non-zero; fix it and commit the input under tests/fuzz/regressions/. The timeout is
+# wall-clock: on a loaded machine a slow input can trip it, and --replay tells whether it is real.
+# Needs clang and libFuzzer (Debian: clang, libclang-rt-dev), which install_executorch.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -56,7 +57,7 @@ bin="$out/fuzz_runtime"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10)
+limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=25)
 
 if [ "${1:-}" = "--replay" ]; then
   shift
@@ -66,13 +67,16 @@ fi
 seconds=${1:-60}
 shift || true
 # 3. Regressions first: every committed finding must run clean.
+shopt -s nullglob
 regressions=(tests/fuzz/regressions/*)
-if [ -e "${regressions[0]}" ]; then
+shopt -u nullglob
+if [ "${#regressions[@]}" -gt 0 ]; then
   echo "fuzz: replaying ${#regressions[@]} regression input(s)"
   "$bin" "${limits[@]}" -runs=1 "${regressions[@]}"
 fi
 # 4. The campaign.
-seeds=(tests/fixtures/exported tests/fixtures/xnnpack tests/fixtures/cuda tests/fixtures/reliability tests/fuzz/regressions)
+seeds=(tests/fixtures/exported tests/fixtures/xnnpack tests/fixtures/cuda tests/fixtures/reliability tests/fixtures/dynamic
+       tests/fuzz/regressions)
 echo "fuzz: running for ${seconds}s"
 "$bin" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/findings/" \
   -max_len=262144 "$@" "$out/corpus" "${seeds[@]}"

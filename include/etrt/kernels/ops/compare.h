@@ -91,6 +91,34 @@ Status bitwise_binary(std::string_view op, KernelContext& ctx, const Tensor& a, 
 ETRT_BITWISE_OP(bitwise_and, x & y)
 ETRT_BITWISE_OP(bitwise_or, x | y)
 ETRT_BITWISE_OP(bitwise_xor, x ^ y)
+
+namespace detail {
+/// torch's shifts: a shift by a negative count or by the type's width or more gives 0 (left) or the sign fill
+/// (right), never the undefined behaviour of C++'s shift operators.
+template <class T>
+T shift_left(T x, T y) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return y ? false : x;
+  } else {
+    constexpr int64_t bits = sizeof(T) * 8;
+    if (y < 0 || static_cast<int64_t>(y) >= bits) return T{0};
+    return static_cast<T>(static_cast<wrap_unsigned_t<T>>(x) << y);
+  }
+}
+template <class T>
+T shift_right(T x, T y) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return y ? false : x;
+  } else {
+    constexpr int64_t bits = sizeof(T) * 8;
+    if (y < 0 || static_cast<int64_t>(y) >= bits) return std::is_signed_v<T> ? static_cast<T>(x < 0 ? -1 : 0) : T{0};
+    return static_cast<T>(x >> y);
+  }
+}
+}  // namespace detail
+
+ETRT_BITWISE_OP(bitwise_left_shift, detail::shift_left(x, decltype(x)(y)))
+ETRT_BITWISE_OP(bitwise_right_shift, detail::shift_right(x, decltype(x)(y)))
 #undef ETRT_BITWISE_OP
 
 }  // namespace etrt::kernels
