@@ -189,7 +189,7 @@ class EValue {
   static Scalar tensor_item(const Tensor& t) {
     const void* p = t.data();
     switch (t.dtype()) {
-      case ScalarType::Bool: return Scalar{*static_cast<const bool*>(p)};
+      case ScalarType::Bool: return Scalar{*static_cast<const uint8_t*>(p) != 0};
       case ScalarType::Float: return Scalar{static_cast<double>(*static_cast<const float*>(p))};
       case ScalarType::Double: return Scalar{*static_cast<const double*>(p)};
       case ScalarType::Half: return Scalar{static_cast<double>(static_cast<float>(*static_cast<const Half*>(p)))};

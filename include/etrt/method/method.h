@@ -924,9 +924,9 @@ inline Status Method::run_instruction(size_t& pc, const Instruction& ins, Kernel
         if (!t.device().is_cpu())
           return fail(Error::InvalidProgram, where(), " instruction ", pc, ": jump condition lives on ",
                       t.device().str());
-        const bool* p = t.data_as<bool>();
+        const auto* p = static_cast<const uint8_t*>(t.data());  // bytes: any value a plan left there is defined
         cond = true;
-        for (int64_t k = 0; k < t.numel(); ++k) cond = cond && p[k];
+        for (int64_t k = 0; k < t.numel(); ++k) cond = cond && p[k] != 0;
       } else {
         return fail(Error::InvalidProgram, where(), " instruction ", pc, ": jump condition is ", tag_name(c.tag()));
       }

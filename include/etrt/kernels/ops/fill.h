@@ -59,7 +59,7 @@ Status fill_tensor_out(KernelContext& ctx, const Tensor& self, const Tensor& val
   ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
   Scalar s;
   if (value.dtype() == ScalarType::Bool) {
-    s.v = *value.data_as<bool>();
+    s.v = *static_cast<const uint8_t*>(value.data()) != 0;
   } else if (is_floating(value.dtype())) {
     const auto load = loader_for<double>(value.dtype());
     s.v = load(value.data(), 0);

@@ -146,9 +146,16 @@ using LoadFn = C (*)(const void*, int64_t);
 template <class C>
 using StoreFn = void (*)(void*, int64_t, C);
 
+/// One element of a bool tensor. Its byte is read as a byte: memory planning may hand a bool tensor bytes another
+/// dtype wrote (a hostile plan can overlap them), and loading a byte other than 0 or 1 as bool is undefined.
+inline bool load_bool(const void* base, int64_t i) { return static_cast<const uint8_t*>(base)[i] != 0; }
+
 template <class C, class T>
 inline C load_as(const void* base, int64_t i) {
-  return convert<C>(static_cast<const T*>(base)[i]);
+  if constexpr (std::is_same_v<T, bool>)
+    return convert<C>(load_bool(base, i));
+  else
+    return convert<C>(static_cast<const T*>(base)[i]);
 }
 template <class C, class T>
 inline void store_as(void* base, int64_t i, C v) {

@@ -44,7 +44,11 @@ struct Reader {
     return r;
   }
   bool ok() const { return direct || fn != nullptr; }
-  C operator()(int64_t i) const { return direct ? static_cast<const C*>(base)[i] : fn(base, i); }
+  C operator()(int64_t i) const {
+    if constexpr (std::is_same_v<C, bool>)
+      if (direct) return load_bool(base, i);  // never a bool load of an arbitrary byte (load_bool)
+    return direct ? static_cast<const C*>(base)[i] : fn(base, i);
+  }
 };
 
 /// out[i] = f(in0[i] as C0, in1[i] as C1, ...) stored as R, with broadcasting (out must already have the broadcast
