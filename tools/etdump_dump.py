@@ -2,7 +2,7 @@
 """Prints the runs, profile events and debug events (intermediate outputs) of an ETDump (.etdp) file.
 
 A stand-alone reader (struct module only) of the size-prefixed "ED00" flatbuffer described in
-shared/reference/SCHEMA.md section 6, independent of the C++ code, used to check that files written by
+the ETDump flatbuffer schema (etdump_schema_flatcc.fbs), independent of the C++ code, used to check that files written by
 etrt::etdump::write_etdump parse with a second implementation of the schema. A debug event's tensors live in the
 debug buffer file written beside the .etdp (write_etdump_result_to_file(path, debug_buffer_path)); tensor() reads
 one into a NumPy array (NumPy is needed for that only).

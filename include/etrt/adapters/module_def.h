@@ -1,5 +1,5 @@
 // The Python module `portable_lib` (compiled as executorch.extension.pybindings._C): classes and loaders with the
-// upstream names, signatures and defaults (../shared/reference/upstream-api.md), on top of the header-only runtime.
+// upstream names, signatures and defaults (those of upstream's executorch.extension.pybindings), on top of the header-only runtime.
 #pragma once
 
 #include <pybind11/pybind11.h>

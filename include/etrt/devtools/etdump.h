@@ -1,6 +1,6 @@
 // ETDump (`.etdp`) writer and reader: the profiling and debugging dump of devtools/etdump/etdump_schema_flatcc.fbs.
 //
-// Container (SCHEMA.md §6, FORMAT.md §13): a size-prefixed flatbuffer. u32 at byte 0 = file size - 4, root uoffset
+// Container (etdump_schema_flatcc.fbs): a size-prefixed flatbuffer. u32 at byte 0 = file size - 4, root uoffset
 // at byte 4 (relative to byte 4), identifier "ED00" at bytes 8..11; scalars aligned relative to byte 0.
 //
 // Note [etdump defaults]: the ProfileEvent defaults below are the runtime's "unset" values (chain -1 =
@@ -127,7 +127,7 @@ inline ProfileEvent make_event(std::string name, int32_t chain, int32_t instr, u
   return e;
 }
 
-/// Schema slots and defaults (SCHEMA.md §6).
+/// Schema slots and defaults (etdump_schema_flatcc.fbs).
 namespace schema {
 // ETDump
 inline constexpr int kETDumpVersion = 0, kETDumpRunData = 1;

@@ -1,4 +1,5 @@
-// The optional "eh00" extended header spliced in at byte 8 of a .pte (FORMAT.md §2).
+// The optional "eh00" extended header spliced in at byte 8 of a .pte: magic, header length, program size, segment
+// base offset and segment data size, little-endian.
 #pragma once
 
 #include <cstdint>

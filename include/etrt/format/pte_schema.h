@@ -1,5 +1,5 @@
 // Slot numbers of the tables in schema/program.fbs (namespace executorch_flatbuffer, identifier "ET12").
-// Slot k is the k-th field in declaration order; see ../shared/reference/SCHEMA.md §4.
+// Slot k is the k-th field in declaration order of the ExecuTorch flatbuffer schema (program.fbs).
 #pragma once
 
 namespace etrt::pte {

@@ -1,7 +1,7 @@
 // The kernel calling convention.
 //
 // A KernelCall hands its kernel every schema argument in declaration order followed by one return slot, as value
-// indices (FORMAT.md §8). The generated wrapper for each operator checks the count and the tags, then calls the
+// indices into the method's value table. The generated wrapper for each operator checks the count and the tags, then calls the
 // typed kernel template instantiated with the dtypes listed for it in gen/ops/*.toml.
 #pragma once
 

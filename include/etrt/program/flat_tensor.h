@@ -1,5 +1,5 @@
 // FlatTensorData: a .ptd file (identifier "FT01" with the "FH01" header): named blobs with tensor layouts,
-// used for a program's EXTERNAL tensors (FORMAT.md §11, SCHEMA.md §7).
+// used for a program's EXTERNAL tensors (flat_tensor.fbs).
 #pragma once
 
 #include <memory>

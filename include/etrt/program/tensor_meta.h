@@ -12,7 +12,7 @@
 
 namespace etrt {
 
-/// Where a tensor's bytes come from (FORMAT.md §5).
+/// Where a tensor's bytes come from: planned memory, a constant, or external data.
 struct TensorMeta {
   ScalarType dtype = ScalarType::Float;
   std::vector<int64_t> sizes;       // upper bounds for dynamic shapes
