@@ -7,7 +7,8 @@
    linear 512x512x512, a ResNet 3x3 conv layer, softmax over rows, each against the same computation in NumPy.
 2. Zoo latency: every fixture in tests/fixtures/exported against the upstream runtime (executorch from PyPI),
    run in its own venv in a separate process (tools/export/make_export_venv.sh makes it; skipped without it).
-3. Overhead: forward() on the tiny add fixture, ExecuTorchResult and torch outputs, clone on and off, against one
+3. LLMs: prefill and decode seconds per token of every export_llm fixture against upstream on the same file.
+4. Overhead: forward() on the tiny add fixture, ExecuTorchResult and torch outputs, clone on and off, against one
    np.add(out=) call and against upstream on the same file.
 """
 import json
@@ -139,6 +140,34 @@ def zoo(pl):
         row(name, t, up.get(name, "n/a"), "upstream")
 
 
+def llm(pl):
+    print("== export_llm programs (tests/fixtures/llm): seconds per token, prefill of the prompt in one call and "
+          "decode one token per call, vs upstream on the same file")
+    llm_dir = ROOT / "tests" / "fixtures" / "llm"
+    manifest = json.loads((llm_dir / "manifest.json").read_text())
+    prompt, steps = manifest["prompt"], 16
+    ours, spec = {}, []
+    for name in sorted(manifest["variants"]):
+        pte = llm_dir / f"{name}.pte"
+        try:
+            m = pl._load_for_executorch(str(pte))
+            tokens, zero = np.array([prompt], np.int64), np.zeros(1, np.int64)
+            m.forward([tokens, zero])
+        except RuntimeError as e:
+            print(f"  {name}: does not run here: {str(e)[:100]}")
+            continue
+
+        def decode():
+            for i in range(steps):
+                m.forward([np.array([[7]], np.int64), np.array([len(prompt) + i], np.int64)])
+        ours[f"{name} prefill"] = median_seconds(lambda: m.forward([tokens, zero])) / len(prompt)
+        ours[f"{name} decode"] = median_seconds(decode) / steps
+        spec.append({"name": name, "pte": str(pte), "llm": {"prompt": prompt, "decode": steps}})
+    up = run_upstream(spec) or {}
+    for name, t in ours.items():
+        row(name + " /token", t, up.get(name, "n/a"), "upstream")
+
+
 def overhead():
     print("== Python-boundary overhead: forward() on add.pte f32[2,3] (one process per output mode)")
     code = r"""
@@ -182,6 +211,7 @@ def main():
     from executorch.extension.pybindings import portable_lib as pl
     kernels(pl)
     zoo(pl)
+    llm(pl)
     overhead()
     return 0
 

@@ -21,10 +21,32 @@ except ImportError:
     pass
 
 
+def llm_latency(item):
+    """Prefill of the prompt (one call) and decode (one token per call) of an export_llm program, in seconds per
+    token, the same calls bench/run.py makes on our runtime."""
+    try:
+        import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama:: kernels)
+        m = _load_for_executorch(item["pte"])
+        prompt = torch.tensor([item["llm"]["prompt"]], dtype=torch.long)
+        steps = item["llm"]["decode"]
+        zero = torch.tensor([0], dtype=torch.long)
+        prefill = median_seconds(lambda: m.forward((prompt, zero)))
+
+        def decode():
+            for i in range(steps):
+                m.forward((torch.tensor([[7]], dtype=torch.long), torch.tensor([prompt.shape[1] + i], dtype=torch.long)))
+        return {f"{item['name']} prefill": prefill / prompt.shape[1], f"{item['name']} decode": median_seconds(decode) / steps}
+    except Exception as e:  # report, keep going
+        return {f"{item['name']} prefill": f"error: {type(e).__name__}: {str(e)[:120]}"}
+
+
 def main():
     spec = json.loads(open(sys.argv[1]).read())
     out = {}
     for item in spec:
+        if "llm" in item:
+            out.update(llm_latency(item))
+            continue
         try:
             m = _load_for_executorch(item["pte"])
             z = np.load(item["npz"]) if item.get("npz") else None

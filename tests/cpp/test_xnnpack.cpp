@@ -12,44 +12,16 @@
 #include "device/npz_reader.h"
 #include "etrt/backends/xnnpack/xnnpack_backend.h"
 #include "test_support.h"
+#include "xnnpack_test_support.h"
 
 using namespace etrt;
 using namespace etrt::xnnpack;
 
 namespace {
 
-std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path() / "xnnpack"; }
-
-/// The first XNNPACK payload of a program, found by its "XH00" header in the file (the exporter stores payloads
-/// as segments or inline; either way the bytes are contiguous), and the Program for its named data.
-struct Fixture {
-  std::shared_ptr<const Program> program;
-  std::vector<uint8_t> file;
-  std::span<const uint8_t> payload;
-};
-
-Fixture first_payload(const std::string& name) {
-  Fixture f;
-  const auto path = xnn_dir() / (name + ".pte");
-  f.program = etrt::test::load_program(path);
-  f.file = etrt::test::read_file(path);
-  const std::string_view bytes(reinterpret_cast<const char*>(f.file.data()), f.file.size());
-  const size_t at = bytes.find("XH00");
-  REQUIRE(at != std::string_view::npos);
-  REQUIRE(at >= 4);
-  const uint8_t* p = f.file.data() + at - 4;
-  REQUIRE(at - 4 + 30 <= f.file.size());
-  const uint64_t fb_end = uint64_t{fb::load_le<uint32_t>(p + 10)} + fb::load_le<uint32_t>(p + 14);
-  const uint64_t cd_end = uint64_t{fb::load_le<uint32_t>(p + 18)} + fb::load_le<uint64_t>(p + 22);
-  const uint64_t size = std::max(fb_end, cd_end);
-  REQUIRE(at - 4 + size <= f.file.size());
-  f.payload = std::span<const uint8_t>(p, size);
-  return f;
-}
-
-NamedDataLookup lookup(const Program& p) {
-  return [&p](std::string_view key) { return p.named_data(key); };
-}
+using etrt::test::Fixture;
+using etrt::test::first_payload;
+using etrt::test::lookup;
 
 const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",   "xnn_transformer",
                                  "xnn_elementwise", "xnn_spatial", "xnn_ceilpool"};

@@ -20,7 +20,10 @@
 #include <span>
 #include <vector>
 
+#include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/payload.h"
+#include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/ops/activation.h"
@@ -36,162 +39,6 @@
 
 namespace etrt::xnnpack {
 
-namespace detail {
-
-inline Scalar fscalar(double d) {
-  Scalar s;
-  s.v = d;
-  return s;
-}
-inline Scalar iscalar(int64_t i) {
-  Scalar s;
-  s.v = i;
-  return s;
-}
-
-/// The product of `d`, or -1 when it overflows (dims come from the payload).
-inline int64_t product(std::span<const int64_t> d) {
-  int64_t n = 1;
-  for (int64_t x : d) {
-    if (x < 0 || (x != 0 && n > INT64_MAX / x)) return -1;
-    n *= x;
-  }
-  return n;
-}
-
-/// Note [xnnpack scratch]: the temporaries a node needs beyond its values (an explicitly padded input, max-pool
-/// indices, PReLU's negative part, slice intermediates), in floats. Computed and bounded at init, so one scratch
-/// buffer allocated with the graph serves every node and no call allocates. Asymmetric padding is split: the
-/// symmetric part goes to the kernel, only the excess on one side is materialised, and that excess may not exceed
-/// the padded dim itself, so a padded input is at most 4x its input.
-struct SpatialPad {
-  std::array<int64_t, 2> symmetric{};  // (h, w) padding the kernel applies on both sides
-  int64_t top = 0, bottom = 0, left = 0, right = 0;  // the excess materialised in scratch
-  bool explicit_pad() const { return top || bottom || left || right; }
-};
-inline SpatialPad split_padding(const Node& n) {
-  const int64_t t = n.conv[0], r = n.conv[1], b = n.conv[2], l = n.conv[3];
-  SpatialPad p;
-  p.symmetric = {std::min(t, b), std::min(l, r)};
-  p.top = t - p.symmetric[0];
-  p.bottom = b - p.symmetric[0];
-  p.left = l - p.symmetric[1];
-  p.right = r - p.symmetric[1];
-  return p;
-}
-
-inline Result<uint64_t> scratch_floats(const Graph& g, const Node& n) {
-  using K = NodeKind;
-  const auto& in = g.values[n.inputs[0]];
-  uint64_t need = 0;
-  const bool spatial = n.kind == K::Conv2d || n.kind == K::DepthwiseConv2d || n.kind == K::MaxPooling2d;
-  if (spatial) {
-    const SpatialPad p = split_padding(n);
-    if (p.explicit_pad()) {
-      const auto& d = in.dims;  // NHWC, 4-D: check_node
-      if (p.top + p.bottom > std::max<int64_t>(d[1], 1) || p.left + p.right > std::max<int64_t>(d[2], 1))
-        return fail(Error::InvalidProgram, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
-                    ", left ", n.conv[3], ", right ", n.conv[1], ") exceeds the input ", shape_str(d));
-      const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
-      const int64_t e = product(padded);
-      if (e < 0) return fail(Error::InvalidProgram, n.where(), ": padded input overflows");
-      need = static_cast<uint64_t>(e);
-    }
-  }
-  if (n.kind == K::MaxPooling2d) {
-    need = (need + 1) / 2 * 2;  // the int64 indices follow, 8-byte aligned
-    need += 2 * static_cast<uint64_t>(g.values[n.output].numel);
-  }
-  if (n.kind == K::PReLU) need = static_cast<uint64_t>(in.numel);
-  if (n.kind == K::StaticSlice) need = 2 * static_cast<uint64_t>(in.numel);  // two intermediates taking turns
-  return need;
-}
-
-/// Checks what depends only on the graph, so execute can rely on it (Note: each case says what run_node assumes).
-inline Status check_node(const Graph& g, const Node& n) {
-  using K = NodeKind;
-  const Value& out = g.values[n.output];
-  const Value& in0 = g.values[n.inputs[0]];
-  const auto rank = [&](uint32_t id) { return static_cast<int64_t>(g.values[id].dims.size()); };
-  switch (n.kind) {
-    case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4 || rank(n.inputs[1]) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input, filter and output must be 4-D (NHWC / OHWI)");
-      // Conv2d and DepthwiseConv2d pad asymmetric inputs explicitly (run_node); a transposed conv cannot.
-      if (n.kind == K::ConvTranspose2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
-        return fail(Error::NotSupported, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
-                    ", left ", n.conv[3], ", right ", n.conv[1], ") is not supported");
-      if (n.conv[12] == 0) return fail(Error::InvalidProgram, n.where(), ": groups is 0");
-      if (n.kind == K::ConvTranspose2d && n.conv[12] != 1)
-        return fail(Error::NotSupported, n.where(), ": grouped transposed convolution is not supported");
-      if (n.inputs[2] != kNoValue && rank(n.inputs[2]) != 1)
-        return fail(Error::InvalidProgram, n.where(), ": bias must be 1-D");
-      break;
-    }
-    case K::MaxPooling2d: case K::AvgPooling2d:
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
-      // Max pooling pads asymmetric inputs explicitly with -inf (the exporter's ceil_mode); average pooling's
-      // divisor excludes padding, which explicit padding cannot express.
-      if (n.kind == K::AvgPooling2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
-        return fail(Error::NotSupported, n.where(), ": asymmetric padding is not supported");
-      break;
-    case K::GlobalAvgPooling2d:
-    case K::StaticResizeBilinear2D:
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
-      break;
-    case K::StaticTranspose: {
-      if (static_cast<int64_t>(n.ints.size()) != rank(n.inputs[0]))
-        return fail(Error::InvalidProgram, n.where(), ": perm has ", n.ints.size(), " dims, input has ", rank(n.inputs[0]));
-      std::vector<bool> seen(n.ints.size());
-      for (int64_t p : n.ints) {
-        if (p < 0 || p >= static_cast<int64_t>(n.ints.size()) || seen[p])
-          return fail(Error::InvalidProgram, n.where(), ": perm ", shape_str(n.ints), " is not a permutation");
-        seen[p] = true;
-      }
-      break;
-    }
-    case K::StaticReshape: case K::Convert: case K::Copy: case K::Clamp:
-      // run_node copies bytes: the element counts must agree.
-      if (in0.numel != out.numel)
-        return fail(Error::InvalidProgram, n.where(), ": input has ", in0.numel, " elements, output ", out.numel);
-      break;
-    case K::StaticSlice:
-      if (static_cast<int64_t>(n.ints.size()) != 2 * rank(n.inputs[0]))
-        return fail(Error::InvalidProgram, n.where(), ": offsets/sizes do not match the input rank");
-      for (size_t d = 0; d < in0.dims.size(); ++d) {
-        const int64_t off = n.ints[d], size = n.ints[in0.dims.size() + d];
-        if (off > in0.dims[d] || (size != 0 && size > in0.dims[d] - off))
-          return fail(Error::InvalidProgram, n.where(), ": slice [", off, ", +", size, ") outside dim ", d,
-                      " of size ", in0.dims[d]);
-      }
-      break;
-    case K::StaticConstantPad:
-      if (static_cast<int64_t>(n.ints.size()) != 2 * rank(n.inputs[0]))
-        return fail(Error::InvalidProgram, n.where(), ": paddings do not match the input rank");
-      break;
-    case K::Concatenate2: case K::Concatenate3: case K::Concatenate4: case K::Concatenate5:
-      if (n.axis >= out.dims.size()) return fail(Error::InvalidProgram, n.where(), ": axis ", n.axis, " out of range");
-      break;
-    case K::BatchMatrixMultiply: {
-      if (n.flags != 0) return fail(Error::NotSupported, n.where(), ": flags ", n.flags, " (transposed B) not supported");
-      const Value& b = g.values[n.inputs[1]];
-      if (in0.dims.size() < 3 || b.dims.size() != in0.dims.size() ||
-          !std::equal(in0.dims.begin(), in0.dims.end() - 2, b.dims.begin()))
-        return fail(Error::NotSupported, n.where(), ": only equal-batch matrix products of rank >= 3 are supported (",
-                    shape_str(in0.dims), " x ", shape_str(b.dims), ")");
-      break;
-    }
-    case K::ArgMaxPooling2d: case K::ScaledDotProductAttention:
-      return fail(Error::NotSupported, n.where(), " is not supported");
-    default:
-      break;
-  }
-  return {};
-}
-
-}  // namespace detail
 
 class Executor {
  public:
@@ -210,10 +57,23 @@ class Executor {
       ETRT_TRY(const uint64_t need, detail::scratch_floats(g, n));
       scratch = std::max(scratch, need);
     }
+    e->stays_quantized_ = weights_read_in_blocks(g);
+    for (const Node& n : g.nodes)
+      if (n.kind == NodeKind::FullyConnected && e->stays_quantized_[n.inputs[1]]) {
+        const int64_t k = g.values[n.inputs[1]].dims[1];
+        scratch = std::max<uint64_t>(scratch, static_cast<uint64_t>(weight_block_rows(k) * k));
+      }
     // Bound what a payload may ask for before allocating (a corrupt dim must not exhaust memory).
     uint64_t total_bytes = (plan.arena_floats + scratch) * sizeof(float);
-    for (const Value& v : g.values)
-      if (v.present && !v.constant.empty()) total_bytes += v.constant.size();
+    for (const Value& v : g.values) {
+      if (!v.present) continue;
+      if (!v.constant.empty()) total_bytes += v.constant.size();
+      // Quantized constants are dequantized once (weights read in blocks excepted); quantized externals get a float
+      // staging buffer.
+      const size_t id = static_cast<size_t>(&v - g.values.data());
+      if (v.datatype != Datatype::Fp32 && (!v.constant.empty() || (v.flags & kExternal)) && !e->stays_quantized_[id])
+        total_bytes += static_cast<uint64_t>(v.numel) * sizeof(float);
+    }
     const uint64_t limit = max_bytes > 0 ? std::min(max_bytes, kMaxStorageBytes) : kMaxStorageBytes;
     if (total_bytes > limit)
       return fail(Error::MemoryAllocationFailed, "XNNPACK graph: its constants and intermediates need ", total_bytes,
@@ -230,8 +90,16 @@ class Executor {
     }
     for (size_t id = 0; id < g.values.size(); ++id) {
       const Value& v = g.values[id];
-      if (!v.present) continue;
-      if (!v.constant.empty() && reinterpret_cast<uintptr_t>(v.constant.data()) % alignof(float) == 0) {
+      if (!v.present || e->stays_quantized_[id]) continue;
+      if (v.datatype != Datatype::Fp32 && (!v.constant.empty() || (v.flags & kExternal))) {
+        // Note [xnnpack quantized values]: held as the float each quantized element stands for.
+        e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
+        if (!e->storage_[id])
+          return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
+        if (!v.constant.empty())
+          quant::dequantize_constant(v.datatype, v.quant, v.dims, v.numel, v.constant.data(), e->storage_[id].get());
+        e->ptr_[id] = e->storage_[id].get();
+      } else if (!v.constant.empty() && reinterpret_cast<uintptr_t>(v.constant.data()) % alignof(float) == 0) {
         // Read in place from the program's (mapped) bytes: no node writes a constant.
         e->ptr_[id] = const_cast<float*>(reinterpret_cast<const float*>(v.constant.data()));
       } else if (!v.constant.empty()) {
@@ -245,6 +113,8 @@ class Executor {
         e->ptr_[id] = e->arena_.get() + plan.offset[id];
       }
     }
+    for (const Value& v : g.values) e->planned_shapes_.push_back(ValueShape::of(v.dims));
+    e->shapes_ = e->planned_shapes_;
     e->g_ = std::move(g);
     return e;
   }
@@ -254,20 +124,58 @@ class Executor {
     if (args.size() != g_.num_externs)
       return fail(Error::InvalidArgument, "XnnpackBackend: ", args.size(), " arguments, the graph has ",
                   g_.num_externs, " external values");
+    quantized_outputs_.clear();
+    // Inputs first: their shapes this call decide every other shape (shape_inference.h).
+    bool dynamic = false;
     for (size_t id = 0; id < g_.values.size(); ++id) {
       const Value& v = g_.values[id];
-      if (!v.present || !(v.flags & (kValueExternalInput | kValueExternalOutput))) continue;
-      EValue* a = args[v.external_id];  // external_id < num_externs: checked by parse_payload
-      if (!a || !a->is_tensor())
-        return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is not a tensor");
-      ETRT_TRY(Tensor* tp, a->to_tensor("XnnpackBackend argument"));
-      Tensor& t = *tp;
-      if (t.dtype() != ScalarType::Float || t.numel() != v.numel)
+      if (!v.present || !(v.flags & kValueExternalInput)) continue;
+      ETRT_TRY(Tensor* tp, external_arg(args, v));
+      const Tensor& t = *tp;
+      if (t.numel() == v.numel) {
+        shapes_[id] = planned_shapes_[id];  // the planned size (a 0-d tensor is [1] in the payload)
+      } else if (static_cast<size_t>(t.dim()) != v.dims.size() || t.numel() > v.numel) {
         return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is ", t.describe(),
-                    ", the graph expects float32", shape_str(v.dims));
+                    ", the graph takes at most ", shape_str(v.dims));
+      } else {
+        shapes_[id] = ValueShape::of(t.sizes());
+      }
+      dynamic = dynamic || !(shapes_[id] == planned_shapes_[id]);
+      if (t.dtype() == ScalarType::Float) {
+        ptr_[id] = static_cast<float*>(t.data());
+      } else {  // Note [xnnpack quantized values]: staged as floats
+        quant::dequantize_external(v.datatype, v.quant, t.data(), ptr_[id], t.numel());
+      }
+    }
+    if (dynamic) {
+      for (const Node& n : g_.nodes) {
+        ETRT_TRY(const ValueShape o, detail::infer_output(g_, n, shapes_));
+        if (o.rank != planned_shapes_[n.output].rank || o.numel() > g_.values[n.output].numel)
+          return fail(Error::InvalidArgument, n.where(), ": output shape ", shape_str(o.sizes()),
+                      " exceeds the planned ", shape_str(g_.values[n.output].dims));
+        shapes_[n.output] = o;
+      }
+      shapes_dynamic_ = true;
+    } else if (shapes_dynamic_) {
+      shapes_ = planned_shapes_;
+      shapes_dynamic_ = false;
+    }
+    for (size_t id = 0; id < g_.values.size(); ++id) {
+      const Value& v = g_.values[id];
+      if (!v.present || (v.flags & kExternal) != kValueExternalOutput) continue;
+      ETRT_TRY(Tensor* tp, external_arg(args, v));
+      Tensor& t = *tp;
+      if (static_cast<uint32_t>(t.dim()) == shapes_[id].rank) {
+        if (Status st = t.resize(shapes_[id].sizes()); !st)
+          return fail(Error::InvalidArgument, "XnnpackBackend: output argument ", v.external_id, ": ", st.error().what);
+      } else if (t.numel() != shapes_[id].numel()) {  // a 0-d output is [1] in the payload
+        return fail(Error::InvalidArgument, "XnnpackBackend: output argument ", v.external_id, " is ", t.describe(),
+                    ", the graph writes ", shape_str(shapes_[id].sizes()));
+      }
       if (t.numel() > 0 && !t.data())
         return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " has no data");
-      ptr_[id] = static_cast<float*>(t.data());
+      if (t.dtype() == ScalarType::Float) ptr_[id] = static_cast<float*>(t.data());
+      else quantized_outputs_.emplace_back(static_cast<uint32_t>(id), t.data());
     }
     KernelContext ctx;
     for (const Node& n : g_.nodes) {
@@ -279,6 +187,11 @@ class Executor {
         ETRT_CHECK_OK(kernels::clamp_out<F>(ctx, o, std::optional<Scalar>(detail::fscalar(n.out_min)),
                                             std::optional<Scalar>(detail::fscalar(n.out_max)), o));
       }
+      requantize_output(n);
+    }
+    for (const auto& [id, data] : quantized_outputs_) {
+      const Value& v = g_.values[id];
+      quant::quantize_external(v.datatype, v.quant, ptr_[id], data, shapes_[id].numel());
     }
     return {};
   }
@@ -287,7 +200,96 @@ class Executor {
 
  private:
   using F = types<float>;
+  static constexpr uint32_t kExternal = kValueExternalInput | kValueExternalOutput;
   Executor() = default;
+
+  /// Note [xnnpack quantized values]: a node's quantized output is rounded onto its grid where it is written.
+  /// Rows of a quantized weight dequantized at a time (about 64 KB of floats).
+  static int64_t weight_block_rows(int64_t k) { return std::clamp<int64_t>(16384 / std::max<int64_t>(k, 1), 8, 256); }
+
+  /// The quantized weights that only fully-connected nodes read, as their (untransposed, 2-D) filter: these stay
+  /// quantized in memory and are dequantized a block of rows at a time (quantized_linear), so a 4-bit LLM's weights
+  /// take their file size, not eight times it.
+  static std::vector<bool> weights_read_in_blocks(const Graph& g) {
+    std::vector<bool> keep(g.values.size(), false);
+    for (size_t id = 0; id < g.values.size(); ++id) {
+      const Value& v = g.values[id];
+      keep[id] = v.present && !v.constant.empty() && v.dims.size() == 2 &&
+                 (v.datatype == Datatype::QCInt8 || v.datatype == Datatype::QCInt4 || v.datatype == Datatype::QBInt4);
+    }
+    for (const Node& n : g.nodes)
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const uint32_t id = n.inputs[k];
+        if (id == kNoValue || !keep[id]) continue;
+        if (n.kind != NodeKind::FullyConnected || k != 1 || (n.flags & kFlagTransposeWeights)) keep[id] = false;
+      }
+    return keep;
+  }
+
+  /// out[M, N] = x[M, K] . dequantize(w[N, K])^T + bias, a block of weight rows at a time through scratch.
+  Status quantized_linear(const Node& n) {
+    const Value& w = g_.values[n.inputs[1]];
+    const int64_t rows_total = w.dims[0], k = w.dims[1];
+    const ValueShape& xs = shapes_[n.inputs[0]];
+    if (xs.rank == 0 || xs.d[xs.rank - 1] != k)
+      return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", k,
+                  " input channels");
+    const int64_t m = xs.numel() / std::max<int64_t>(k, 1);
+    if (shapes_[n.output].numel() != m * rows_total)
+      return fail(Error::InvalidProgram, "output ", shape_str(shapes_[n.output].sizes()), " is not ", m, " x ",
+                  rows_total);
+    const float* x = ptr_[n.inputs[0]];
+    float* out = ptr_[n.output];
+    const float* bias = n.inputs[2] != kNoValue ? ptr_[n.inputs[2]] : nullptr;
+    const int64_t block = weight_block_rows(k);
+    float* wbuf = scratch_.get();  // block x k floats: sized at init
+    for (int64_t r0 = 0; r0 < rows_total; r0 += block) {
+      const int64_t rows = std::min(block, rows_total - r0);
+      quant::dequantize_rows(w.datatype, w.quant, w.dims, w.constant.data(), r0, rows, wbuf);
+      kernels::gemm::gemm<float>(false, true, m, rows, k, 1.f, x, k, wbuf, k, 0.f, out + r0, rows_total);
+      if (bias)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < rows; ++j) out[i * rows_total + r0 + j] += bias[r0 + j];
+    }
+    return {};
+  }
+
+  /// The DelegateCall argument bound to external value `v`, checked against the value's datatype.
+  Result<Tensor*> external_arg(std::span<EValue* const> args, const Value& v) const {
+    EValue* a = args[v.external_id];  // external_id < num_externs: checked by parse_payload
+    if (!a || !a->is_tensor())
+      return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is not a tensor");
+    ETRT_TRY(Tensor* t, a->to_tensor("XnnpackBackend argument"));
+    const ScalarType want = v.datatype == Datatype::QInt8    ? ScalarType::Char
+                            : v.datatype == Datatype::QUInt8 ? ScalarType::Byte
+                                                             : ScalarType::Float;
+    if (t->dtype() != want)
+      return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is ", t->describe(),
+                  ", the graph expects ", name(want), shape_str(v.dims));
+    if (t->numel() > 0 && !t->data() && (v.flags & kValueExternalInput))
+      return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " has no data");
+    return t;
+  }
+
+  void requantize_output(const Node& n) {
+    const Value& v = g_.values[n.output];
+    const ValueShape& shape = shapes_[n.output];
+    float* x = ptr_[n.output];
+    switch (v.quant.kind) {
+      case QuantKind::PerTensor:
+        quant::fake_quantize(x, shape.numel(), v.quant.scale, v.quant.zero_point, qrange(v.datatype));
+        break;
+      case QuantKind::DynamicPerToken: {
+        int64_t row = 1;  // the trailing num_nonbatch_dims share one set of parameters
+        for (uint32_t k = shape.rank - static_cast<uint32_t>(v.quant.num_nonbatch_dims); k < shape.rank; ++k)
+          row *= shape.d[k];
+        quant::fake_quantize_dynamic(x, shape.numel(), row);
+        break;
+      }
+      default:
+        break;  // per-channel values are constants (parse_value)
+    }
+  }
 
   struct Plan {
     std::vector<int64_t> offset;  // floats into the arena, -1 for constants, externals and unused values
@@ -349,11 +351,11 @@ class Executor {
   }
 
   Result<Tensor> flat(uint32_t id) const {
-    return Tensor::make(ScalarType::Float, g_.values[id].dims, {}, ptr_[id]);
+    return Tensor::make(ScalarType::Float, shapes_[id].sizes(), {}, ptr_[id]);
   }
   /// An NHWC buffer as the NCHW tensor the kernels expect (channels-last dim_order).
   Result<Tensor> nchw(uint32_t id) const {
-    const auto& d = g_.values[id].dims;  // 4-D: check_node
+    const auto& d = shapes_[id].d;  // 4-D: check_node
     const std::array<int64_t, 4> sizes{d[0], d[3], d[1], d[2]};
     static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
     return Tensor::make(ScalarType::Float, sizes, kChannelsLast, ptr_[id]);
@@ -385,7 +387,7 @@ class Executor {
     const detail::SpatialPad p = detail::split_padding(n);
     pad = p.symmetric;
     if (!p.explicit_pad()) return nchw(n.inputs[0]);
-    const auto& d = g_.values[n.inputs[0]].dims;  // NHWC, 4-D: check_node
+    const auto& d = shapes_[n.inputs[0]].d;  // NHWC, 4-D: check_node
     const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
     float* buf = scratch_.get();  // sized at init for this node
     ETRT_TRY(Tensor x, flat(n.inputs[0]));
@@ -399,7 +401,7 @@ class Executor {
 
   Status copy(const Node& n) {
     // Equal element counts: check_node.
-    const size_t bytes = static_cast<size_t>(g_.values[n.output].numel) * sizeof(float);
+    const size_t bytes = static_cast<size_t>(shapes_[n.output].numel()) * sizeof(float);
     if (bytes) std::memmove(ptr_[n.output], ptr_[n.inputs[0]], bytes);
     return {};
   }
@@ -465,6 +467,7 @@ class Executor {
       case K::Clamp: case K::Convert: case K::Copy: case K::StaticReshape:
         return copy(n);  // Clamp's bounds are its output_min_max, applied by execute
       case K::FullyConnected: {
+        if (stays_quantized_[n.inputs[1]]) return quantized_linear(n);
         ETRT_TRY(Tensor x, flat(n.inputs[0]));
         ETRT_TRY(Tensor o, flat(n.output));
         const auto& wd = g_.values[n.inputs[1]].dims;
@@ -515,7 +518,7 @@ class Executor {
         const detail::SpatialPad sp = detail::split_padding(n);
         uint64_t at = 0;
         if (sp.explicit_pad()) {
-          const auto& d = g_.values[n.inputs[0]].dims;
+          const auto& d = shapes_[n.inputs[0]].d;
           at = static_cast<uint64_t>(d[0] * (d[1] + sp.top + sp.bottom) * (d[2] + sp.left + sp.right) * d[3]);
         }
         at = (at + 1) / 2 * 2;
@@ -589,15 +592,15 @@ class Executor {
       }
       case K::BatchMatrixMultiply: {
         // Leading dims folded into one batch (equal on both sides: check_node).
-        const auto& ad = g_.values[n.inputs[0]].dims;
-        const auto& bd = g_.values[n.inputs[1]].dims;
-        const auto& od = g_.values[n.output].dims;
+        const auto ad = shapes_[n.inputs[0]].sizes();
+        const auto bd = shapes_[n.inputs[1]].sizes();
+        const auto od = shapes_[n.output].sizes();
         const int64_t batch = detail::product(std::span<const int64_t>(ad).first(ad.size() - 2));
         if (batch < 0) return fail(Error::InvalidProgram, "batch of ", shape_str(ad), " overflows");
         const std::array<int64_t, 3> as{batch, ad[ad.size() - 2], ad.back()}, bs{batch, bd[bd.size() - 2], bd.back()};
         if (od.size() < 2) return fail(Error::InvalidProgram, "output must be at least 2-D");
         const std::array<int64_t, 3> os{batch, od[od.size() - 2], od.back()};
-        if (detail::product(os) != g_.values[n.output].numel)
+        if (detail::product(os) != shapes_[n.output].numel())
           return fail(Error::InvalidProgram, "output ", shape_str(od), " does not match the batch of ", shape_str(ad));
         ETRT_TRY(Tensor a, Tensor::make(ScalarType::Float, as, {}, ptr_[n.inputs[0]]));
         ETRT_TRY(Tensor b, Tensor::make(ScalarType::Float, bs, {}, ptr_[n.inputs[1]]));
@@ -615,6 +618,10 @@ class Executor {
   std::unique_ptr<float[]> arena_;                  // intermediates, placed by plan_intermediates
   std::unique_ptr<float[]> scratch_;                // node temporaries (Note [xnnpack scratch])
   std::vector<float*> ptr_;
+  std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
+  bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
+  std::vector<bool> stays_quantized_;                // weights_read_in_blocks
+  std::vector<std::pair<uint32_t, void*>> quantized_outputs_;  // (value, caller's buffer) of this call
   std::mutex mu_;
 };
 

@@ -24,6 +24,7 @@
 
 #include "etrt/core/result.h"
 #include "etrt/core/tensor.h"  // shape_str
+#include "etrt/backends/xnnpack/quant_params.h"
 #include "etrt/format/flatbuffer.h"
 
 namespace etrt::xnnpack {
@@ -55,8 +56,7 @@ inline std::string_view node_kind_name(uint8_t k) {
   return k <= kLastNodeKind ? names[k] : std::string_view("unknown");
 }
 
-// XNNDatatype codes (schema.fbs); only fp32 runs.
-inline constexpr int16_t kDatatypeFp32 = 1;
+inline constexpr int16_t kDatatypeFp32 = static_cast<int16_t>(Datatype::Fp32);
 // XNNTensorValue.flags bits (XNN_VALUE_FLAG_EXTERNAL_INPUT / _OUTPUT).
 inline constexpr uint32_t kValueExternalInput = 1;
 inline constexpr uint32_t kValueExternalOutput = 2;
@@ -70,7 +70,9 @@ struct Value {
   int64_t numel = 1;
   uint32_t external_id = kNoValue;  // index into the delegate's args when flags mark it external
   uint32_t flags = 0;
-  std::span<const uint8_t> constant;  // non-empty for constants (numel * 4 bytes, validated)
+  std::span<const uint8_t> constant;  // non-empty for constants (constant_bytes(datatype, dims), validated)
+  Datatype datatype = Datatype::Fp32;
+  Quant quant;                        // QuantKind::None for fp32 values
   bool present = false;
 };
 
@@ -157,15 +159,19 @@ inline Status check_value_id(const Graph& g, uint32_t id, const Node& node, std:
   return {};
 }
 
+/// The XNNTensorValue of an XValue: the union's table itself, or the tensor_value of a quantized one.
+inline fb::Table tensor_table(const fb::Reader& r, const fb::Table& xv, uint8_t type) {
+  const fb::Table u = xv.table(slot::kValueUnion, "XValue.xvalue_union");
+  if (type != 2 || !r.ok() || !u.present()) return u;
+  return u.table(qslot::kQtvTensor, "XNNQuantizedTensorValue.tensor_value");
+}
+
 inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t index, Graph& g,
                           const std::vector<std::span<const uint8_t>>& constants) {
   const uint8_t type = xv.scalar<uint8_t>(slot::kValueType, 0, "XValue.xvalue_union_type");
   if (!r.ok()) return r.take_failure();
-  if (type == 2)
-    return fail(Error::NotSupported, "XNNPACK value ", index,
-                " is a quantized tensor (XNNQuantizedTensorValue); only float32 graphs are supported");
-  if (type != 1) return fail(Error::NotSupported, "XNNPACK value ", index, " has unknown kind ", int(type));
-  const fb::Table tv = xv.table(slot::kValueUnion, "XValue.xvalue_union");
+  if (type != 1 && type != 2) return fail(Error::NotSupported, "XNNPACK value ", index, " has unknown kind ", int(type));
+  const fb::Table tv = tensor_table(r, xv, type);
   const int16_t dt = tv.scalar<int16_t>(slot::kTvDatatype, 0, "XNNTensorValue.datatype");
   const auto dims = tv.vector<uint32_t>(slot::kTvDims, "XNNTensorValue.dims");
   const uint32_t num_dims = tv.scalar<uint32_t>(slot::kTvNumDims, 0, "XNNTensorValue.num_dims");
@@ -175,9 +181,12 @@ inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t ind
   const uint32_t id = tv.scalar<uint32_t>(slot::kTvIdOut, 0, "XNNTensorValue.id_out");
   if (!r.ok()) return r.take_failure();
   if (!tv.present()) return fail(Error::InvalidProgram, "XNNPACK value ", index, " has no tensor table");
-  if (dt != kDatatypeFp32)
-    return fail(Error::NotSupported, "XNNPACK value ", index, " has datatype ", dt,
-                "; only xnn_datatype_fp32 (1) is supported");
+  if (type == 1 && dt != kDatatypeFp32)
+    return fail(Error::NotSupported, "XNNPACK value ", index, " has datatype ", datatype_name(dt), " (", dt,
+                "); only fp32 and quantized values are supported");
+  if (type == 2 && (dt == kDatatypeFp32 || dt < 0 || dt > 14))
+    return fail(Error::InvalidProgram, "XNNPACK value ", index, " is quantized but its datatype is ",
+                datatype_name(dt), " (", dt, ")");
   if (dims.size() != num_dims || num_dims > kMaxXnnDims)
     return fail(Error::InvalidProgram, "XNNPACK value ", index, ": num_dims ", num_dims, " vs ", dims.size(),
                 " dims (at most ", kMaxXnnDims, ")");
@@ -188,6 +197,7 @@ inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t ind
   v.present = true;
   v.flags = flags;
   v.external_id = ext;
+  v.datatype = static_cast<Datatype>(dt);
   constexpr int64_t kMaxElems = int64_t{1} << 32;  // keeps sums over all values far from overflow
   for (uint32_t d = 0; d < num_dims; ++d) {
     v.dims.push_back(dims[d]);
@@ -195,20 +205,33 @@ inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t ind
       return fail(Error::InvalidProgram, "XNNPACK value ", index, ": dims overflow");
     v.numel *= dims[d];
   }
+  if (type == 2) {
+    ETRT_TRY(v.quant, parse_quant(r, xv.table(slot::kValueUnion, "XValue.xvalue_union"), index, v.datatype, v.dims,
+                                  constants));
+  }
   if ((flags & (kValueExternalInput | kValueExternalOutput)) && ext >= g.num_externs)
     return fail(Error::InvalidProgram, "XNNPACK value ", index, ": external_id ", ext, " >= num_externs ",
                 g.num_externs);
+  if ((flags & (kValueExternalInput | kValueExternalOutput)) && v.quant.kind != QuantKind::None &&
+      v.datatype != Datatype::QInt8 && v.datatype != Datatype::QUInt8)
+    return fail(Error::NotSupported, "XNNPACK value ", index, ": an external value quantized as ",
+                datatype_name(dt), " is not supported (only per-tensor qint8/quint8)");
   if (cidx != 0) {
     if (flags & (kValueExternalInput | kValueExternalOutput))
       return fail(Error::InvalidProgram, "XNNPACK value ", index, " is both external and constant");
     if (cidx >= constants.size())
       return fail(Error::InvalidProgram, "XNNPACK value ", index, ": constant_buffer_idx ", cidx, " >= ",
                   constants.size(), " constant_data entries");
-    const uint64_t want = static_cast<uint64_t>(v.numel) * sizeof(float);
+    if (v.quant.kind == QuantKind::DynamicPerToken)
+      return fail(Error::InvalidProgram, "XNNPACK value ", index, " is a constant but dynamically quantized");
+    const uint64_t want = constant_bytes(v.datatype, v.dims, v.numel);
     if (constants[cidx].size() < want)
       return fail(Error::InvalidProgram, "XNNPACK value ", index, ": constant ", cidx, " holds ",
-                  constants[cidx].size(), " bytes, float32", shape_str(v.dims), " needs ", want);
+                  constants[cidx].size(), " bytes, ", datatype_name(dt), shape_str(v.dims), " needs ", want);
     v.constant = constants[cidx].first(want);
+  } else if (v.quant.kind == QuantKind::PerChannel || v.quant.kind == QuantKind::PerChannelGroup) {
+    return fail(Error::NotSupported, "XNNPACK value ", index, ": ", datatype_name(dt),
+                " is only supported for constants (weights and biases)");
   }
   return {};
 }
@@ -354,11 +377,9 @@ inline Result<Graph> parse_payload(std::span<const uint8_t> payload, const Named
   uint32_t max_id = 0;
   for (uint32_t i = 0; i < xvalues.size(); ++i) {
     const uint8_t type = xvalues.at(i).scalar<uint8_t>(detail::slot::kValueType, 0, "XValue.xvalue_union_type");
-    if (r.ok() && type == 2)
-      return fail(Error::NotSupported, "XNNPACK value ", i,
-                  " is a quantized tensor (XNNQuantizedTensorValue); only float32 graphs are supported");
-    if (r.ok() && type != 1) return fail(Error::NotSupported, "XNNPACK value ", i, " has unknown kind ", int(type));
-    const fb::Table tv = xvalues.at(i).table(detail::slot::kValueUnion, "XValue.xvalue_union");
+    if (r.ok() && type != 1 && type != 2)
+      return fail(Error::NotSupported, "XNNPACK value ", i, " has unknown kind ", int(type));
+    const fb::Table tv = detail::tensor_table(r, xvalues.at(i), type);
     max_id = std::max(max_id, tv.scalar<uint32_t>(detail::slot::kTvIdOut, 0, "XNNTensorValue.id_out"));
   }
   if (!r.ok()) return r.take_failure();

@@ -1,0 +1,150 @@
+// Note [xnnpack quantized values]: how the XNNPACK executor runs quantized graphs. Every value is held as float32
+// carrying exactly the real number its quantized form represents ((q - zero_point) x scale). Quantized constants are dequantized once at init; after a
+// node writes a quantized output, the output is rounded onto its quantization grid in place; quantized external
+// values are converted at the graph's boundary. The float kernels then compute what XNNPACK's integer kernels
+// compute, up to float rounding of the accumulation (the integer products are exact in both; only a value that
+// falls within float error of a rounding midpoint can land on the neighbouring quantization step).
+//
+// Rounding follows XNNPACK: x x (1 / scale) rounded half to even, plus the zero point, saturated to the type's range.
+// Dynamic (qdint8) values get per-row parameters from the row's range widened to include 0 (asymmetric int8).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "etrt/backends/xnnpack/quant_params.h"
+
+namespace etrt::xnnpack::quant {
+
+/// Rounds x onto the grid of (scale, zero point) within [lo, hi], in place, and leaves the dequantized value.
+inline void fake_quantize(float* x, int64_t n, float scale, int32_t zero_point, QRange r) {
+  const float inv = 1.f / scale;
+  const float lo = static_cast<float>(r.lo - zero_point), hi = static_cast<float>(r.hi - zero_point);
+  for (int64_t i = 0; i < n; ++i) {
+    float q = std::nearbyint(x[i] * inv);
+    q = std::min(std::max(q, lo), hi);  // NaN stays NaN: it is never converted to an integer here
+    x[i] = q * scale;
+  }
+}
+
+/// Asymmetric int8 parameters of one row (its range widened to include 0), as XNNPACK's dynamic quantization
+/// chooses them: the multiplier 255 / (max - min) and a zero point nudged to an integer within [-128, 127].
+struct DynamicParams {
+  float inv_scale;
+  int32_t zero_point;
+};
+inline DynamicParams dynamic_params(float lo, float hi) {
+  const float qmin = -128.f, qmax = 127.f;
+  const float rmin = std::min(0.f, lo), rmax = std::max(0.f, hi);
+  const float inv = rmin == rmax || !std::isfinite(rmax - rmin) ? 1.f : (qmax - qmin) / (rmax - rmin);
+  const float rmin_s = rmin * inv, rmax_s = rmax * inv;
+  float zp = (qmin + rmin_s) + (qmax + rmax_s) > 0 ? qmin - rmin_s : qmax - rmax_s;
+  zp = std::min(std::max(zp, qmin), qmax);
+  return {inv, static_cast<int32_t>(std::nearbyint(zp))};
+}
+
+/// Dynamic per-token quantization of `x` (rows of `row` elements), in place.
+inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row) {
+  if (row <= 0) return;
+  for (int64_t at = 0; at + row <= n; at += row) {
+    float lo = x[at], hi = x[at];
+    for (int64_t i = at; i < at + row; ++i) {
+      lo = std::min(lo, x[i]);
+      hi = std::max(hi, x[i]);
+    }
+    const DynamicParams p = dynamic_params(lo, hi);
+    const float scale = 1.f / p.inv_scale;
+    const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
+    for (int64_t i = at; i < at + row; ++i) {
+      float q = std::nearbyint(x[i] * p.inv_scale);
+      q = std::min(std::max(q, qlo), qhi);
+      x[i] = q * scale;
+    }
+  }
+}
+
+namespace detail {
+
+/// The stored integer of element (row, col) of a 2-D 4-bit constant: two per byte along the row, low nibble first,
+/// each stored as value + 8.
+inline int32_t nibble(const uint8_t* data, int64_t row, int64_t col, int64_t cols) {
+  const uint8_t b = data[row * ((cols + 1) / 2) + col / 2];
+  return static_cast<int32_t>((col % 2 ? b >> 4 : b & 0xF)) - 8;
+}
+
+inline int32_t load_int(Datatype d, const uint8_t* p, int64_t i) {
+  switch (d) {
+    case Datatype::QUInt8: return p[i];
+    case Datatype::QInt8: case Datatype::QCInt8: return static_cast<int8_t>(p[i]);
+    default: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Dequantizes rows [row0, row0 + rows) of a 2-D per-channel or blockwise weight [out, in] into `out`
+/// (rows x in floats): what a fully-connected node reads, a block at a time, so the weight stays quantized in memory.
+inline void dequantize_rows(Datatype d, const Quant& q, std::span<const int64_t> dims, const uint8_t* data,
+                            int64_t row0, int64_t rows, float* out) {
+  const int64_t cols = dims[1];
+  const bool four_bit = d == Datatype::QCInt4 || d == Datatype::QBInt4;
+  for (int64_t r = row0; r < row0 + rows; ++r) {
+    float* o = out + (r - row0) * cols;
+    if (q.kind == QuantKind::PerChannelGroup) {
+      const int64_t groups = cols / q.group_size;
+      for (int64_t c = 0; c < cols; ++c)
+        o[c] = static_cast<float>(detail::nibble(data, r, c, cols)) * q.scales[r * groups + c / q.group_size];
+    } else if (four_bit) {
+      for (int64_t c = 0; c < cols; ++c)
+        o[c] = static_cast<float>(detail::nibble(data, r, c, cols)) * q.scales[q.channel_dim == 0 ? r : c];
+    } else {
+      const int8_t* row = reinterpret_cast<const int8_t*>(data) + r * cols;
+      for (int64_t c = 0; c < cols; ++c) o[c] = static_cast<float>(row[c]) * q.scales[q.channel_dim == 0 ? r : c];
+    }
+  }
+}
+
+/// Dequantizes a quantized constant (validated by parse_quant / parse_value) into `out` (numel floats).
+inline void dequantize_constant(Datatype d, const Quant& q, std::span<const int64_t> dims, int64_t numel,
+                                const uint8_t* data, float* out) {
+  if ((d == Datatype::QCInt4 || d == Datatype::QBInt4) && dims.size() == 2) {
+    dequantize_rows(d, q, dims, data, 0, dims[0], out);
+    return;
+  }
+  if (q.kind == QuantKind::PerTensor) {
+    for (int64_t i = 0; i < numel; ++i)
+      out[i] = static_cast<float>(static_cast<int64_t>(detail::load_int(d, data, i)) - q.zero_point) * q.scale;
+    return;
+  }
+  // Per channel: channel of flat index i = (i / inner) % dims[channel_dim].
+  int64_t inner = 1;
+  for (size_t k = q.channel_dim + 1; k < dims.size(); ++k) inner *= dims[k];
+  const int64_t channels = dims[q.channel_dim];
+  for (int64_t i = 0; i < numel; ++i)
+    out[i] = static_cast<float>(detail::load_int(d, data, i)) * q.scales[(i / inner) % channels];
+}
+
+/// Boundary conversions of a quantized (per-tensor) external value.
+inline void dequantize_external(Datatype d, const Quant& q, const void* in, float* out, int64_t n) {
+  dequantize_constant(d, q, {}, n, static_cast<const uint8_t*>(in), out);
+}
+inline void quantize_external(Datatype d, const Quant& q, const float* in, void* out, int64_t n) {
+  const float inv = 1.f / q.scale;
+  const QRange r = qrange(d);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::nearbyint(in[i] * inv) + static_cast<float>(q.zero_point);
+    if (std::isnan(v)) v = static_cast<float>(q.zero_point);  // an integer conversion of NaN is undefined
+    v = std::min(std::max(v, static_cast<float>(r.lo)), static_cast<float>(r.hi));
+    if (d == Datatype::QUInt8) static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
+    else static_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
+  }
+}
+
+}  // namespace etrt::xnnpack::quant

@@ -1,0 +1,110 @@
+// Quantized XNNPACK payloads: the arithmetic of Note [xnnpack quantized values] and the exporter's real payloads
+// (tests/fixtures/xnnpack_quantized), including corruption of their quantization parameters.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "etrt/backends/xnnpack/xnnpack_backend.h"
+#include "test_support.h"
+#include "xnnpack_test_support.h"
+
+using namespace etrt;
+using namespace etrt::xnnpack;
+
+TEST_CASE("XNNPACK quantization: per-tensor rounding is half to even and saturates", "[xnnpack][quantized]") {
+  std::vector<float> x = {0.25f, 0.75f, -0.25f, 100.f, -100.f, 1.25f, std::nanf("")};
+  quant::fake_quantize(x.data(), static_cast<int64_t>(x.size()), 0.5f, 1, {-128, 127});
+  // x / 0.5 = 0.5, 1.5, -0.5, 200, -200, 2.5 -> 0, 2, -0, 126 (127 - zp), -129 (-128 - zp), 2
+  CHECK(x[0] == 0.f);
+  CHECK(x[1] == 1.f);
+  CHECK(x[2] == 0.f);
+  CHECK(x[3] == 63.f);
+  CHECK(x[4] == -64.5f);
+  CHECK(x[5] == 1.f);
+  CHECK(std::isnan(x[6]));  // stays NaN: never converted to an integer
+}
+
+TEST_CASE("XNNPACK quantization: dynamic per-row parameters include zero in the range", "[xnnpack][quantized]") {
+  const auto p = quant::dynamic_params(-1.f, 2.f);
+  CHECK(p.inv_scale == Approx(85.f));
+  CHECK(p.zero_point == -43);  // -128 + 1 * 85
+  const auto q = quant::dynamic_params(0.5f, 3.f);  // all positive: the range still starts at 0
+  CHECK(q.inv_scale == Approx(255.f / 3.f));
+  CHECK(q.zero_point == -128);
+  const auto flat = quant::dynamic_params(0.f, 0.f);
+  CHECK(flat.inv_scale == 1.f);
+  std::vector<float> row = {-1.f, 0.f, 2.f, 0.4f};
+  quant::fake_quantize_dynamic(row.data(), 4, 4);
+  CHECK(row[0] == Approx(-1.f).margin(1e-6));
+  CHECK(row[1] == 0.f);
+  CHECK(row[2] == Approx(2.f).margin(1e-6));
+  CHECK(row[3] == Approx(34.f / 85.f).margin(1e-6));  // 0.4 * 85 = 34
+}
+
+TEST_CASE("XNNPACK quantization: 4-bit weights, low nibble first, stored as value + 8", "[xnnpack][quantized]") {
+  // A [2, 3] weight: rows padded to 2 bytes. Row 0 = -8, 7, 0; row 1 = 1, -1, 3.
+  const std::vector<uint8_t> bytes = {0xF0, 0x08, 0x79, 0x0B};
+  const std::vector<int64_t> dims = {2, 3};
+  Quant q;
+  q.kind = QuantKind::PerChannel;
+  q.scales = {0.5f, 2.f};
+  std::vector<float> out(6);
+  quant::dequantize_rows(Datatype::QCInt4, q, dims, bytes.data(), 0, 2, out.data());
+  CHECK(out == std::vector<float>{-4.f, 3.5f, 0.f, 2.f, -2.f, 6.f});
+  // Blockwise: group size 2 over 4 columns, scales per (row, block).
+  const std::vector<uint8_t> b2 = {0x98, 0x7A};  // one row: 0, 1, 2, -1
+  Quant g;
+  g.kind = QuantKind::PerChannelGroup;
+  g.group_size = 2;
+  g.scales = {1.f, 10.f};
+  std::vector<float> o2(4);
+  const std::vector<int64_t> d2 = {1, 4};
+  quant::dequantize_rows(Datatype::QBInt4, g, d2, b2.data(), 0, 1, o2.data());
+  CHECK(o2 == std::vector<float>{0.f, 1.f, 20.f, -10.f});
+}
+
+namespace {
+const char* const kQuantized[] = {"q_mlp_static_xnnpack", "q_mlp_dynamic_xnnpack", "q_cnn_static_xnnpack"};
+}
+
+TEST_CASE("XNNPACK quantization: the exporter's quantized payloads parse and build", "[xnnpack][quantized]") {
+  for (const char* name : kQuantized) {
+    INFO(name);
+    const auto f = etrt::test::first_payload(name, "xnnpack_quantized");
+    auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+    INFO((g ? std::string() : g.error().what));
+    REQUIRE(g.has_value());
+    size_t quantized = 0;
+    for (const Value& v : g->values) quantized += v.present && v.quant.kind != QuantKind::None;
+    CHECK(quantized > 0);
+    auto e = Executor::create(std::move(*g));
+    INFO((e ? std::string() : e.error().what));
+    CHECK(e.has_value());
+  }
+}
+
+TEST_CASE("XNNPACK quantization: truncations and byte flips of quantized payloads never crash",
+          "[xnnpack][quantized][robustness]") {
+  for (const char* name : kQuantized) {
+    INFO(name);
+    const auto f = etrt::test::first_payload(name, "xnnpack_quantized");
+    const auto look = etrt::test::lookup(*f.program);
+    for (size_t n = 0; n < f.payload.size(); n += 3) {
+      std::vector<uint8_t> cut(f.payload.begin(), f.payload.begin() + n);
+      (void)parse_payload(cut, look);
+    }
+    std::vector<uint8_t> bytes(f.payload.begin(), f.payload.end());
+    size_t rejected = 0;
+    for (size_t i = 0; i < bytes.size(); ++i)
+      for (uint8_t mask : {uint8_t{0xFF}, uint8_t{0x01}, uint8_t{0x40}}) {
+        bytes[i] ^= mask;
+        auto g = parse_payload(bytes, look);
+        if (!g || !Executor::create(std::move(*g))) ++rejected;
+        bytes[i] ^= mask;
+      }
+    CHECK(rejected > 0);
+  }
+}
