@@ -23,6 +23,8 @@ using etrt::test::Fixture;
 using etrt::test::first_payload;
 using etrt::test::lookup;
 
+std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path() / "xnnpack"; }
+
 const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",   "xnn_transformer",
                                  "xnn_elementwise", "xnn_spatial", "xnn_ceilpool"};
 

@@ -20,7 +20,7 @@ MANIFEST = json.loads((LLM / "manifest.json").read_text())
 VARIANTS = sorted(MANIFEST["variants"])
 
 # Logits tolerance per variant (absolute, on logits of magnitude ~10).
-TOLERANCE = {"llama_xnnpack_8da4w": 2e-3, "llama_xnnpack_8da8w": 2e-3}
+TOLERANCE = {"llama_xnnpack_8da4w": 2e-3, "llama_xnnpack_8da8w": 2e-3, "llama_xnnpack_qc4": 2e-3}
 
 NOT_YET = {
     # use_sdpa_with_kv_cache programs call llama::update_cache and llama::custom_sdpa: kernels not registered yet.
@@ -28,6 +28,7 @@ NOT_YET = {
     "llama_xnnpack": "llama:: custom ops",
     "llama_xnnpack_8da4w": "llama:: custom ops",
     "llama_xnnpack_8da8w": "llama:: custom ops",
+    "llama_xnnpack_qc4": "llama:: custom ops",
     "llama_embedding_4bit": "llama:: custom ops and quantized_decomposed::embedding_4bit",
 }
 

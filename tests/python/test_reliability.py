@@ -320,6 +320,7 @@ def test_peak_memory_is_bounded_by_what_the_file_declares(portable_lib, tmp_path
     """Over the fuzz seed corpus, its regressions and hostile edits: peak RSS growth <= 1.2x (planned arenas +
     file bytes, which bound the constants and delegate payloads, + inputs) + 16 MB."""
     files = sorted(FIXTURES.glob("*.pte")) + sorted((FIXTURES.parent / "xnnpack").glob("*.pte"))
+    files += sorted((FIXTURES.parent / "xnnpack_quantized").glob("*.pte"))
     files += sorted(RELIABILITY.glob("*.pte"))
     files += sorted(p for p in (pathlib.Path(__file__).parents[1] / "fuzz" / "regressions").glob("*") if p.is_file())
     hostile = bytearray((FIXTURES / "mlp.pte").read_bytes())

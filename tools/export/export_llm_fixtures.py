@@ -36,8 +36,12 @@ VARIANTS = {
     "llama_xnnpack": ["model.use_sdpa_with_kv_cache=True", "backend.xnnpack.enabled=True"],
     "llama_xnnpack_8da4w": ["model.use_sdpa_with_kv_cache=True", "backend.xnnpack.enabled=True",
                             "quantization.qmode=8da4w", "quantization.group_size=32"],
+    # 8-bit dynamic activations and weights through XNNPACK: export_llm 1.5.1 refuses qmode=torchao:8da8w with
+    # XNNPACK ("low-bit Ao ops"); its XNNPACK 8da8w flow is PT2E dynamic quantization (per-channel int8 weights).
     "llama_xnnpack_8da8w": ["model.use_sdpa_with_kv_cache=True", "backend.xnnpack.enabled=True",
-                            "quantization.qmode=torchao:8da8w"],
+                            "quantization.pt2e_quantize=xnnpack_dynamic"],
+    "llama_xnnpack_qc4": ["model.use_sdpa_with_kv_cache=True", "backend.xnnpack.enabled=True",
+                          "quantization.pt2e_quantize=xnnpack_dynamic_qc4"],
     "llama_embedding_4bit": ["model.use_sdpa_with_kv_cache=True", "quantization.embedding_quantize='4,32'"],
 }
 
