@@ -8,6 +8,9 @@ Inputs: gen/ops/*.toml, one [[op]] table per operator:
     kernel  = "etrt::kernels::add_out"              # template <class Dtypes> Status f(KernelContext&, args...)
     dtypes  = "real_types"                          # a named list from etrt/core/scalar_type.h, or a list of C++ types
     device_aware = true                             # optional: the kernel may receive device tensors
+    return_slot = false                             # optional: the KernelCall holds only the schema's arguments,
+                                                    # no return slot (executorch_prim::et_copy_index, whose call the
+                                                    # emitter writes by hand)
 
 Outputs:
     --kernels-header: etrt_generated/portable_kernels.h, a header a C++ user includes to get the portable kernel
@@ -63,6 +66,12 @@ def parse_schema(schema: str) -> tuple[list[tuple[str, str, bool]], int]:
 # Plain returns (no alias annotation): the kernel computes a new value into the return slot itself, so the wrapper
 # passes that slot. Scalars (shape arithmetic: aten::sym_size.int, executorch_prim::*) and views (et_view).
 VALUE_RETURNS = {"Scalar", "int", "SymInt", "float", "SymFloat", "bool", "SymBool", "Tensor"}
+
+
+def slots(op: dict) -> tuple[list[tuple[str, str, bool]], int]:
+    """(arguments, number of return slots) of a toml entry: one return slot unless `return_slot = false`."""
+    args, nret = parse_schema(op["schema"])
+    return args, (nret if op.get("return_slot", True) else 0)
 
 
 def value_return(schema: str) -> bool:
@@ -153,7 +162,7 @@ def ident(name: str) -> str:
 
 def wrapper(op: dict, storage: str) -> list[str]:
     """The wrapper that unpacks a KernelCall's EValues and calls the kernel template."""
-    args, nret = parse_schema(op["schema"])
+    args, nret = slots(op)
     out = [f"// {op['name']}{op['schema']}",
            f"{storage}::etrt::Status {ident(op['name'])}(::etrt::KernelContext& ctx, "
            f"std::span<::etrt::EValue* const> args) {{",
@@ -192,7 +201,7 @@ def kernels_header(ops: list[dict]) -> str:
     out.append("inline std::span<const ::etrt::KernelEntry> portable_kernels() {")
     out.append(f"  static constexpr std::array<::etrt::KernelEntry, {len(ops)}> kTable{{{{")
     for op in ops:
-        args, nret = parse_schema(op["schema"])
+        args, nret = slots(op)
         mask = sum(1 << i for i, (_, _, mutable) in enumerate(args) if mutable)
         if value_return(op["schema"]):
             mask |= 1 << len(args)  # the kernel writes its return slot

@@ -1,6 +1,7 @@
 // Shape arithmetic and views of programs with symbolic sizes: aten::sym_size.int, aten::sym_numel,
 // aten::_local_scalar_dense and the executorch_prim:: scalar ops the exporter emits for SymInt / SymFloat / SymBool
-// expressions, plus executorch_prim::et_view.default.
+// expressions, plus executorch_prim::et_view.default and executorch_prim::et_copy_index.tensor (the loop body's
+// output store of torch.map / scan programs).
 //
 // These kernels compute a new value into their return slot (gen/generate.py passes it as `ret`). A return slot must
 // already hold a scalar (the exporter gives it an Int, Double or Bool placeholder): replacing a tensor or a list
@@ -14,6 +15,7 @@
 
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/util/dtype_util.h"
+#include "etrt/kernels/util/movement_util.h"
 
 namespace etrt::kernels {
 
@@ -271,6 +273,46 @@ Status et_view(KernelContext& ctx, const Tensor& self, std::span<const int64_t> 
   }
   ETRT_CHECK_OK(ctx.resize(op, *out, std::span<const int64_t>(sizes.data(), size.size())));
   out->set_data(const_cast<void*>(self.data()));
+  return {};
+}
+
+/// et_copy_index(copy_to, copy_from, index): the emitter's store at the end of each torch.map / scan iteration:
+/// copy_to[index] = copy_from. copy_to grows with the loop ("cat" sizes): a dynamic copy_to is resized to
+/// [index + 1, *copy_from.sizes] (so a rerun with fewer iterations ends with fewer rows, as upstream's); a static one
+/// must already hold row `index`. Rows after the first must match copy_to's trailing sizes. No return slot.
+template <class Dtypes>
+Status et_copy_index(KernelContext& ctx, Tensor& copy_to, const Tensor& copy_from, int64_t index) {
+  constexpr std::string_view op = "executorch_prim::et_copy_index.tensor";
+  if (copy_to.dim() != copy_from.dim() + 1)
+    return fail(Error::InvalidArgument, op, ": copy_to ", copy_to.describe(), " must have one more dim than copy_from ",
+                copy_from.describe());
+  if (copy_to.dtype() != copy_from.dtype())
+    return fail(Error::InvalidArgument, op, ": copy_to ", copy_to.describe(), " and copy_from ", copy_from.describe(),
+                " differ in dtype");
+  if (index < 0) return fail(Error::InvalidArgument, op, ": negative index ", index);
+  if (copy_to.dim_order()[0] != 0)
+    return fail(Error::NotSupported, op, ": copy_to's rows (dim 0) must be outermost in memory");
+  const bool same_rows = std::equal(copy_from.sizes().begin(), copy_from.sizes().end(), copy_to.sizes().begin() + 1);
+  if (copy_to.dynamism() == ShapeDynamism::Static || index > 0) {
+    if (!same_rows)
+      return fail(Error::InvalidArgument, op, ": copy_from ", copy_from.describe(), " does not match the rows of copy_to ",
+                  copy_to.describe());
+  }
+  if (copy_to.dynamism() == ShapeDynamism::Static) {
+    if (index >= copy_to.size(0))
+      return fail(Error::InvalidArgument, op, ": index ", index, " is out of range for copy_to ", copy_to.describe());
+  } else {
+    std::array<int64_t, kMaxDims> sizes{};
+    sizes[0] = index + 1;
+    std::copy(copy_from.sizes().begin(), copy_from.sizes().end(), sizes.begin() + 1);
+    ETRT_CHECK_OK(ctx.resize(op, copy_to, std::span<const int64_t>(sizes.data(), static_cast<size_t>(copy_to.dim()))));
+  }
+  if (copy_from.numel() == 0) return {};
+  const size_t es = element_size(copy_to.dtype());
+  mv::View dst;
+  dst.data = static_cast<char*>(copy_to.data()) + index * copy_to.stride(0) * static_cast<int64_t>(es);
+  for (int d = 1; d < copy_to.dim(); ++d) dst.push(copy_to.size(d), copy_to.stride(d));
+  mv::copy_views(es, dst, mv::view_of(copy_from));
   return {};
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
 
 #include "etrt/kernels/util/movement_util.h"
 
@@ -14,6 +15,13 @@ namespace etrt::kernels {
 using quant_types = types<uint8_t, int8_t, int16_t, int32_t, uint16_t>;
 
 namespace quant_detail {
+
+/// A real number for messages, in %g form (std::to_string's fixed six decimals print 1e-9 as 0.000000).
+inline std::string real_str(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 inline Status check_range(std::string_view op, int64_t qmin, int64_t qmax, ScalarType qt) {
   int64_t lo, hi;
