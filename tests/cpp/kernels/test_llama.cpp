@@ -124,8 +124,8 @@ TEST_CASE("update_cache_with_indices: scattered rows, last duplicate wins, bad i
     CHECK(cache == before);
   }
   std::vector<int32_t> i32(B * S);
-  require_error(update_cache_with_indices_out<all_types>(ctx, tv, tc, 0, mk(i32, {B, S}), to), "indices must be Long");
   std::vector<int64_t> short_idx(B * 2);
+  require_error(update_cache_with_indices_out<all_types>(ctx, tv, tc, 0, mk(i32, {B, S}), to), "indices must be Long");
   require_error(update_cache_with_indices_out<all_types>(ctx, tv, tc, 0, mk(short_idx, {B, 2}), to),
                 "[batch, seq_len]");
 }
@@ -575,11 +575,7 @@ TEST_CASE("llama operators are registered with their slot counts and written arg
       if (e.name == name) return &e;
     return nullptr;
   };
-  struct Want {
-    const char* name;
-    int slots;
-    uint64_t mutable_mask;
-  };
+  struct Want { const char* name; int slots; uint64_t mutable_mask; };  // mask: argument slots the kernel writes
   const Want wants[] = {
       {"llama::update_cache.out", 5, 0b1010},
       {"llama::update_cache_with_indices.out", 6, 0b10010},
