@@ -124,8 +124,8 @@ TEST_CASE("update_cache_with_indices: scattered rows, last duplicate wins, bad i
     CHECK(cache == before);
   }
   std::vector<int32_t> i32(B * S);
-  require_error(update_cache_with_indices_out<all_types>(ctx, tv, tc, 0, mk(i32, {B, S}), to), "indices must be Long");
   std::vector<int64_t> short_idx(B * 2);
+  require_error(update_cache_with_indices_out<all_types>(ctx, tv, tc, 0, mk(i32, {B, S}), to), "indices must be Long");
   require_error(update_cache_with_indices_out<all_types>(ctx, tv, tc, 0, mk(short_idx, {B, 2}), to),
                 "[batch, seq_len]");
 }
@@ -302,6 +302,12 @@ TEST_CASE("custom_quantized_sdpa: int8 q/k/v with per-row parameters, both layou
                                                          mk(v, shape(Hkv, L, D)), start, nullptr, 0.0, true,
                                                          std::nullopt, &tqz, &tqs, nullptr, &tks, &tvz, &tvs, seq2, to),
                   "key needs its scales and zero points");
+    std::vector<float> none;
+    Tensor tempty = mk(none, shape(Hkv, L, 0));
+    require_error(custom_quantized_sdpa_out<float_types>(ctx, mk(q, shape(H, S, D)), mk(k, shape(Hkv, L, D)),
+                                                         mk(v, shape(Hkv, L, D)), start, nullptr, 0.0, true,
+                                                         std::nullopt, &tqz, &tqs, &tkz, &tempty, &tvz, &tvs, seq2, to),
+                  "hold no value per row");
   }
 }
 
@@ -545,10 +551,15 @@ TEST_CASE("quantized_moe_ffn: routing, 4- and 8-bit packed experts, refused argu
         require_error(call(K, 12, 4, "sigmoid", D), "group_size 12");
         require_error(call(K, 64, 4, "sigmoid", D), "group_size 64");
         require_error(call(K, gs, 3, "sigmoid", D), "weight_nbit must be 4 or 8");
-        require_error(call(K, gs, 8, "sigmoid", D), "bytes per expert");
+        require_error(call(K, gs, 8, "sigmoid", D), "bytes per expert, too few");
         require_error(call(K, gs, 4, "softmax", D), "expert_bias is only supported");
         require_error(call(K, gs, 4, "relu", D), "score_func");
         require_error(call(K, gs, 4, "sigmoid", 16), "dim = 16");
+        // An absurd hidden_dim must not overflow the size check into reading past the blobs.
+        require_error(quantized_moe_ffn_out<float_types>(ctx, mk(x, {T, D}), mk(gate, {E, D}), tb, mk(p13, {E, n13}),
+                                                         mk(p2, {E, n2}), K, E, int64_t{1} << 60, D, gs, 4, "sigmoid",
+                                                         2.5, to),
+                      "too few");
         std::vector<uint8_t> bad = p13;
         bad[0] = 0;
         require_error(quantized_moe_ffn_out<float_types>(ctx, mk(x, {T, D}), mk(gate, {E, D}), tb, mk(bad, {E, n13}),
@@ -564,11 +575,7 @@ TEST_CASE("llama operators are registered with their slot counts and written arg
       if (e.name == name) return &e;
     return nullptr;
   };
-  struct Want {
-    const char* name;
-    int slots;
-    uint64_t mutable_mask;
-  };
+  struct Want { const char* name; int slots; uint64_t mutable_mask; };  // mask: argument slots the kernel writes
   const Want wants[] = {
       {"llama::update_cache.out", 5, 0b1010},
       {"llama::update_cache_with_indices.out", 6, 0b10010},

@@ -39,18 +39,21 @@ inline constexpr int kNr = 8, kKr = 16, kSr = 2;
 inline constexpr int64_t kHeaderBytes = 64;
 inline constexpr int32_t kMagic = 6712, kUniversalFormat = 1;
 
-/// Bytes of the packed weights (header excluded) of an [n, k] matrix.
-inline int64_t packed_bytes(int64_t n, int64_t k, int64_t group_size, int nbit) {
-  const int64_t per_row = k / 8 * nbit + (k / group_size) * (4 + 4);
-  return (n + kNr - 1) / kNr * kNr * per_row;
+/// Bytes of one packed row (values, plus the scale and row sum of each group) of a [n, k] matrix.
+inline int64_t packed_row_bytes(int64_t k, int64_t group_size, int nbit) {
+  return k / 8 * nbit + (k / group_size) * (4 + 4);
 }
 
 inline Status check_blob(std::string_view op, const uint8_t* blob, int64_t have, int64_t n, int64_t k,
                          int64_t group_size, int nbit, std::string_view what, int64_t expert) {
-  const int64_t need = kHeaderBytes + packed_bytes(n, k, group_size, nbit);
-  if (have < need)
-    return fail(Error::InvalidArgument, op, ": ", what, " holds ", have, " bytes per expert, an [", n, ", ", k,
-                "] matrix of ", nbit, "-bit weights in groups of ", group_size, " needs ", need);
+  // Rows are padded to a multiple of 8. n and k are bounded by `have` before any product is formed.
+  const int64_t rows = n <= have ? (n + kNr - 1) / kNr * kNr : 0;
+  const int64_t per_row = k <= 2 * have ? packed_row_bytes(k, group_size, nbit) : 0;
+  if (have < kHeaderBytes || rows == 0 || per_row <= 0 || rows > (have - kHeaderBytes) / per_row)
+    return fail(Error::InvalidArgument, op, ": ", what, " holds ", have, " bytes per expert, too few for an [", n,
+                ", ", k, "] matrix of ", nbit, "-bit weights in groups of ", group_size, " (a ", kHeaderBytes,
+                "-byte header, then ", per_row > 0 ? cat(per_row, " bytes per row") : std::string("its rows"),
+                " for ", n, " rows padded to a multiple of 8)");
   int32_t magic, format;
   std::memcpy(&magic, blob, 4);
   std::memcpy(&format, blob + 4, 4);
@@ -63,7 +66,7 @@ inline Status check_blob(std::string_view op, const uint8_t* blob, int64_t have,
 /// Dequantizes rows [n0, n0 + 8) of the packed [n, k] matrix (rows past n come out as zeros) into w [8, k].
 inline void unpack_block(const uint8_t* data, int64_t n0, int64_t k, int64_t group_size, int nbit, float* w) {
   const int64_t groups = k / group_size;
-  const uint8_t* p = data + n0 / kNr * kNr * (k / 8 * nbit + groups * 8);
+  const uint8_t* p = data + n0 / kNr * kNr * packed_row_bytes(k, group_size, nbit);
   int8_t vals[kNr * kKr];
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t chunks = group_size / kKr;

@@ -19,7 +19,8 @@
 //
 // Work is split into (batch, kv head, block of query rows) tasks. Float operands are read where they are; Half,
 // BFloat16 and int8 rows are widened to float per task. Blocks of several rows use the blocked GEMM; decode-size
-// blocks (a few rows) use plain dot products, which avoid packing the cache.
+// blocks (a few rows) take every query head of a KV group together, so each cache row is read once per step, with
+// plain dot products (AVX2 + FMA when the CPU has them) that avoid packing the cache.
 #pragma once
 
 #include <algorithm>
@@ -110,16 +111,63 @@ inline const float* rows_f32(const Operand& o, int64_t b, int64_t h, int64_t s0,
 }
 
 /// Dot product with lane-split partial sums (vectorizes without reassociation flags).
-inline float dot(const float* a, const float* b, int64_t n) {
-  constexpr int L = 8;
+[[gnu::always_inline]] inline float dot(const float* a, const float* b, int64_t n) {
+  constexpr int L = 16;
   float acc[L] = {};
   int64_t i = 0;
   for (; i + L <= n; i += L)
     for (int l = 0; l < L; ++l) acc[l] += a[i + l] * b[i + l];
-  float s = 0.0f;
-  for (int l = 0; l < L; ++l) s += acc[l];
+  for (int w = L / 2; w > 0; w /= 2)  // pairwise: vector adds instead of a chain of L scalar ones
+    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+  float s = acc[0];
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+// Decode-size blocks: the few query rows of every head of a KV group (R rows in all) against the keys read in place,
+// each key and value row loaded once for all R rows. Compiled for AVX2 + FMA too and picked at run time, like the
+// GEMM micro-kernels.
+[[gnu::always_inline]] inline void group_scores_body(const float* Q, int64_t R, int64_t D, const float* K, int64_t krs,
+                                                     int64_t nk, float* s) {
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* kj = K + j * krs;
+    for (int64_t r = 0; r < R; ++r) s[r * nk + j] = dot(Q + r * D, kj, D);
+  }
+}
+[[gnu::always_inline]] inline void group_values_body(const float* P, int64_t R, int64_t nk, const float* V, int64_t vrs,
+                                                     int64_t D, float* acc) {
+  for (int64_t i = 0; i < R * D; ++i) acc[i] = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* vj = V + j * vrs;
+    for (int64_t r = 0; r < R; ++r) {
+      const float w = P[r * nk + j];
+      if (w == 0.0f) continue;  // causally masked
+      float* a = acc + r * D;
+      for (int64_t t = 0; t < D; ++t) a[t] += w * vj[t];
+    }
+  }
+}
+#ifdef ETRT_GEMM_X86
+[[gnu::target("avx2,fma")]] inline void group_scores_avx2(const float* Q, int64_t R, int64_t D, const float* K,
+                                                          int64_t krs, int64_t nk, float* s) {
+  group_scores_body(Q, R, D, K, krs, nk, s);
+}
+[[gnu::target("avx2,fma")]] inline void group_values_avx2(const float* P, int64_t R, int64_t nk, const float* V,
+                                                          int64_t vrs, int64_t D, float* acc) {
+  group_values_body(P, R, nk, V, vrs, D, acc);
+}
+#endif
+inline void group_scores(const float* Q, int64_t R, int64_t D, const float* K, int64_t krs, int64_t nk, float* s) {
+#ifdef ETRT_GEMM_X86
+  if (gemm::detail::cpu_level() >= 1) return group_scores_avx2(Q, R, D, K, krs, nk, s);
+#endif
+  group_scores_body(Q, R, D, K, krs, nk, s);
+}
+inline void group_values(const float* P, int64_t R, int64_t nk, const float* V, int64_t vrs, int64_t D, float* acc) {
+#ifdef ETRT_GEMM_X86
+  if (gemm::detail::cpu_level() >= 1) return group_values_avx2(P, R, nk, V, vrs, D, acc);
+#endif
+  group_values_body(P, R, nk, V, vrs, D, acc);
 }
 
 /// C (m x n, row stride ldc) = A (m x k) * B^T where B is n x k; row strides lda / ldb, unit column stride.
@@ -176,6 +224,21 @@ inline void store_row(ScalarType dt, void* out, int64_t off, const float* src, i
 }
 
 inline constexpr int64_t kQueryBlock = 32;
+inline constexpr int64_t kGroupRows = 16;  // at most this many rows per KV group take the decode path
+
+/// scores <- softmax over the first `lim` entries of one row of scaled (and masked) scores; entries [lim, nk) <- 0.
+/// Returns 1 / (sum of the exponentials): the weights are left unnormalized, as upstream applies the sum last.
+inline float softmax_row(float* s, int64_t lim, int64_t nk, float scale, const float* mask_row) {
+  if (mask_row) {
+    for (int64_t j = 0; j < lim; ++j) s[j] = s[j] * scale + mask_row[j];
+  } else {
+    for (int64_t j = 0; j < lim; ++j) s[j] *= scale;
+  }
+  const float mx = lim > 0 ? max_lanes(s, lim) : -std::numeric_limits<float>::infinity();
+  const float sum = exp_shift_sum(s, s, lim, mx);
+  for (int64_t j = lim; j < nk; ++j) s[j] = 0.0f;
+  return 1.0f / sum;
+}
 
 /// Runs the attention of `p` (arguments already validated).
 inline void run(const Problem& p) {
@@ -183,8 +246,7 @@ inline void run(const Problem& p) {
   const int64_t tasks = p.B * p.Hkv * blocks;
   if (tasks == 0 || p.D == 0) return;
   auto work = [&](int64_t t0, int64_t t1) {
-    std::vector<float> kbuf, vbuf, qbuf, scores, acc;
-    std::vector<float> inv_sum(static_cast<size_t>(kQueryBlock));
+    std::vector<float> kbuf, vbuf, qbuf, qgroup, scores, acc, inv_sum;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t blk = t % blocks, g = (t / blocks) % p.Hkv, b = t / (blocks * p.Hkv);
       const int64_t m0 = blk * kQueryBlock, rows = std::min(kQueryBlock, p.S - m0);
@@ -193,27 +255,37 @@ inline void run(const Problem& p) {
       int64_t krs = 0, vrs = 0, qrs = 0;
       const float* K = rows_f32(p.k, b, g, 0, nk, p.D, kbuf, krs);
       const float* V = rows_f32(p.v, b, g, 0, nk, p.D, vbuf, vrs);
-      scores.resize(static_cast<size_t>(rows * std::max<int64_t>(nk, 1)));
-      acc.resize(static_cast<size_t>(rows * p.D));
-      for (int64_t hl = 0; hl < rep; ++hl) {
+      // Row r of a head's block is query position m0 + r; a causal row sees keys [0, start_pos + m0 + r].
+      auto limit = [&](int64_t r) { return p.causal ? std::min(p.start_pos + m0 + r + 1, nk) : nk; };
+      auto mask_row = [&](int64_t r) { return p.mask ? p.mask + (m0 + r) * p.mask_rs : nullptr; };
+      const bool grouped = rows < 4 && rep * rows <= kGroupRows;
+      const int64_t R = grouped ? rep * rows : rows;  // rows handled together
+      scores.resize(static_cast<size_t>(R * std::max<int64_t>(nk, 1)));
+      acc.resize(static_cast<size_t>(R * p.D));
+      inv_sum.resize(static_cast<size_t>(R));
+      if (grouped) {  // decode: every head of the group at once, each cache row read once
+        qgroup.resize(static_cast<size_t>(R * p.D));
+        for (int64_t hl = 0; hl < rep; ++hl) {
+          const float* Q = rows_f32(p.q, b, g * rep + hl, m0, rows, p.D, qbuf, qrs);
+          for (int64_t r = 0; r < rows; ++r)
+            std::copy(Q + r * qrs, Q + r * qrs + p.D, qgroup.begin() + (hl * rows + r) * p.D);
+        }
+        group_scores(qgroup.data(), R, p.D, K, krs, nk, scores.data());
+        for (int64_t i = 0; i < R; ++i)
+          inv_sum[static_cast<size_t>(i)] =
+              softmax_row(scores.data() + i * nk, limit(i % rows), nk, p.scale, mask_row(i % rows));
+        group_values(scores.data(), R, nk, V, vrs, p.D, acc.data());
+        for (int64_t i = 0; i < R; ++i)
+          store_row(p.out_dtype, p.out, b * p.osb + (g * rep + i / rows) * p.osh + (m0 + i % rows) * p.oss,
+                    acc.data() + i * p.D, p.D, inv_sum[static_cast<size_t>(i)]);
+        continue;
+      }
+      for (int64_t hl = 0; hl < rep; ++hl) {  // prefill: one head at a time through the blocked GEMM
         const int64_t h = g * rep + hl;
         const float* Q = rows_f32(p.q, b, h, m0, rows, p.D, qbuf, qrs);
         if (nk > 0) matmul_abt(rows, nk, p.D, Q, qrs, K, krs, scores.data(), nk);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* s = scores.data() + r * nk;
-          // Keys of this row: a causal row sees up to its own position.
-          const int64_t lim = p.causal ? std::min(p.start_pos + m0 + r + 1, nk) : nk;
-          if (p.mask) {
-            const float* mrow = p.mask + (m0 + r) * p.mask_rs;
-            for (int64_t j = 0; j < lim; ++j) s[j] = s[j] * p.scale + mrow[j];
-          } else {
-            for (int64_t j = 0; j < lim; ++j) s[j] *= p.scale;
-          }
-          const float mx = lim > 0 ? max_lanes(s, lim) : -std::numeric_limits<float>::infinity();
-          const float sum = exp_shift_sum(s, s, lim, mx);
-          for (int64_t j = lim; j < nk; ++j) s[j] = 0.0f;
-          inv_sum[static_cast<size_t>(r)] = 1.0f / sum;
-        }
+        for (int64_t r = 0; r < rows; ++r)
+          inv_sum[static_cast<size_t>(r)] = softmax_row(scores.data() + r * nk, limit(r), nk, p.scale, mask_row(r));
         matmul_pv(rows, p.D, nk, scores.data(), nk, V, vrs, acc.data(), p.D);
         for (int64_t r = 0; r < rows; ++r)
           store_row(p.out_dtype, p.out, b * p.osb + h * p.osh + (m0 + r) * p.oss, acc.data() + r * p.D, p.D,
@@ -241,6 +313,9 @@ inline Status set_qparams(std::string_view op, Operand& o, const Tensor& t, cons
       if (p->size(d) != t.size(d))
         return fail(Error::InvalidArgument, op, ": ", what, " quantization parameters ", p->describe(),
                     " must match ", what, " ", t.describe(), " in every dim but the last");
+    if (p->size(3) < 1)
+      return fail(Error::InvalidArgument, op, ": ", what, " quantization parameters ", p->describe(),
+                  " hold no value per row");
   }
   const int sd = seq_at_2 ? 2 : 1, hd = seq_at_2 ? 1 : 2;
   o.scale = sc->data_as<const float>();
