@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/graph_checks.h"
+#include "etrt/backends/xnnpack/intermediate_plan.h"
 #include "etrt/backends/xnnpack/payload.h"
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
@@ -51,7 +52,7 @@ class Executor {
     e->ptr_.assign(g.values.size(), nullptr);
     e->storage_.resize(g.values.size());
     for (const Node& n : g.nodes) ETRT_CHECK_OK(detail::check_node(g, n));
-    ETRT_TRY(const Plan plan, plan_intermediates(g));
+    ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (const Node& n : g.nodes) {
       ETRT_TRY(const uint64_t need, detail::scratch_floats(g, n));
@@ -291,64 +292,6 @@ class Executor {
     }
   }
 
-  struct Plan {
-    std::vector<int64_t> offset;  // floats into the arena, -1 for constants, externals and unused values
-    uint64_t arena_floats = 0;
-  };
-
-  /// Liveness-planned placement of the intermediates in one arena: a value lives from the node that writes it to
-  /// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
-  /// aliases its inputs). Also rejects a graph that reads an intermediate no earlier node wrote.
-  static Result<Plan> plan_intermediates(const Graph& g) {
-    const size_t nv = g.values.size();
-    const auto internal = [&](uint32_t id) {
-      const Value& v = g.values[id];
-      return v.constant.empty() && !(v.flags & (kValueExternalInput | kValueExternalOutput));
-    };
-    std::vector<int64_t> def(nv, -1), last(nv, -1);
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      const Node& n = g.nodes[i];
-      for (uint32_t id : n.inputs) {
-        if (id == kNoValue || !internal(id)) continue;
-        if (def[id] < 0)
-          return fail(Error::InvalidProgram, n.where(), ": reads value ", id, ", which no earlier node writes");
-        last[id] = static_cast<int64_t>(i);
-      }
-      if (internal(n.output)) {
-        if (def[n.output] >= 0)
-          return fail(Error::InvalidProgram, n.where(), ": value ", n.output, " is written by two nodes");
-        def[n.output] = last[n.output] = static_cast<int64_t>(i);
-      }
-    }
-    std::vector<uint32_t> order;
-    for (uint32_t id = 0; id < nv; ++id)
-      if (def[id] >= 0) order.push_back(id);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return g.values[a].numel > g.values[b].numel; });
-    constexpr int64_t kAlignFloats = 16;  // 64-byte blocks
-    Plan p;
-    p.offset.assign(nv, -1);
-    std::vector<uint32_t> placed;
-    for (uint32_t id : order) {
-      const int64_t size = (std::max<int64_t>(g.values[id].numel, 1) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-      // First fit below the blocks of every placed value whose life overlaps this one's.
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (uint32_t o : placed)
-        if (def[o] <= last[id] && def[id] <= last[o])
-          busy.emplace_back(p.offset[o], p.offset[o] + (std::max<int64_t>(g.values[o].numel, 1) + kAlignFloats - 1) /
-                                                          kAlignFloats * kAlignFloats);
-      std::sort(busy.begin(), busy.end());
-      int64_t at = 0;
-      for (const auto& [lo, hi] : busy) {
-        if (at + size <= lo) break;
-        at = std::max(at, hi);
-      }
-      p.offset[id] = at;
-      p.arena_floats = std::max<uint64_t>(p.arena_floats, static_cast<uint64_t>(at + size));
-      placed.push_back(id);
-    }
-    return p;
-  }
 
   Result<Tensor> flat(uint32_t id) const {
     return Tensor::make(ScalarType::Float, shapes_[id].sizes(), {}, ptr_[id]);

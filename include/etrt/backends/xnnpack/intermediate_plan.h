@@ -1,0 +1,72 @@
+// Where the XNNPACK executor keeps a graph's intermediate values: one arena, placed by liveness.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "etrt/backends/xnnpack/payload.h"
+
+namespace etrt::xnnpack {
+
+struct IntermediatePlan {
+  std::vector<int64_t> offset;  // floats into the arena, -1 for constants, externals and unused values
+  uint64_t arena_floats = 0;
+};
+
+/// Liveness-planned placement of the intermediates in one arena: a value lives from the node that writes it to
+/// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
+/// aliases its inputs). Also rejects a graph that reads an intermediate no earlier node wrote.
+inline Result<IntermediatePlan> plan_intermediates(const Graph& g) {
+  const size_t nv = g.values.size();
+  const auto internal = [&](uint32_t id) {
+    const Value& v = g.values[id];
+    return v.constant.empty() && !(v.flags & (kValueExternalInput | kValueExternalOutput));
+  };
+  std::vector<int64_t> def(nv, -1), last(nv, -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    for (uint32_t id : n.inputs) {
+      if (id == kNoValue || !internal(id)) continue;
+      if (def[id] < 0)
+        return fail(Error::InvalidProgram, n.where(), ": reads value ", id, ", which no earlier node writes");
+      last[id] = static_cast<int64_t>(i);
+    }
+    if (internal(n.output)) {
+      if (def[n.output] >= 0)
+        return fail(Error::InvalidProgram, n.where(), ": value ", n.output, " is written by two nodes");
+      def[n.output] = last[n.output] = static_cast<int64_t>(i);
+    }
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t id = 0; id < nv; ++id)
+    if (def[id] >= 0) order.push_back(id);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return g.values[a].numel > g.values[b].numel; });
+  constexpr int64_t kAlignFloats = 16;  // 64-byte blocks
+  IntermediatePlan p;
+  p.offset.assign(nv, -1);
+  std::vector<uint32_t> placed;
+  for (uint32_t id : order) {
+    const int64_t size = (std::max<int64_t>(g.values[id].numel, 1) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+    // First fit below the blocks of every placed value whose life overlaps this one's.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (uint32_t o : placed)
+      if (def[o] <= last[id] && def[id] <= last[o])
+        busy.emplace_back(p.offset[o], p.offset[o] + (std::max<int64_t>(g.values[o].numel, 1) + kAlignFloats - 1) /
+                                                        kAlignFloats * kAlignFloats);
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + size <= lo) break;
+      at = std::max(at, hi);
+    }
+    p.offset[id] = at;
+    p.arena_floats = std::max<uint64_t>(p.arena_floats, static_cast<uint64_t>(at + size));
+    placed.push_back(id);
+  }
+  return p;
+}
+
+}  // namespace etrt::xnnpack
