@@ -32,8 +32,10 @@ struct TensorMeta {
   bool is_constant() const { return !has_allocation && (data_buffer_idx != 0 || external); }
 };
 
-/// The schema's ScalarType values (scalar_type.fbs omits 8..10 and 18..21).
-inline bool is_schema_scalar_type(int v) { return (v >= 0 && v <= 7) || (v >= 11 && v <= 17) || (v >= 22 && v <= 29); }
+/// The ScalarType values a program may hold: the schema's (scalar_type.fbs omits 8..10 and 18..21) plus the complex
+/// types 8..10, which upstream's exporter writes for complex intermediates (torch.fft.rfft's output) and upstream's
+/// runtime accepts.
+inline bool is_schema_scalar_type(int v) { return (v >= 0 && v <= 17) || (v >= 22 && v <= 29); }
 
 inline Result<TensorMeta> parse_tensor_meta(const fb::Table& t, const fb::Reader& r, std::string_view where) {
   namespace S = pte::tensor;
