@@ -5,7 +5,7 @@
 #   tests/fuzz/run.sh --replay FILE...               runs the target once on each file (a finding, a regression)
 #
 # The seed corpus is the project's own fixtures (tests/fixtures/{exported,xnnpack,xnnpack_quantized,cuda,
-# reliability,dynamic}) plus every input that once was a finding (tests/fuzz/regressions, replayed first: a regression
+# reliability,dynamic,llm_ops,quantized_ops,cortex_m}) plus every input that once was a finding (tests/fuzz/regressions, replayed first: a regression
 # fails the run). New inputs the fuzzer finds go to build-fuzz/corpus, which is not committed. Any finding (a crash, a
 # sanitizer report, a leak, a 25 s timeout, more than 2 GB of RSS or one allocation over 2 GB) fails the run, writes
 # the input to build-fuzz/findings/ and exits non-zero; fix it and commit the input under tests/fuzz/regressions/. The
@@ -76,7 +76,8 @@ if [ "${#regressions[@]}" -gt 0 ]; then
 fi
 # 4. The campaign.
 seeds=(tests/fixtures/exported tests/fixtures/xnnpack tests/fixtures/xnnpack_quantized tests/fixtures/cuda
-       tests/fixtures/reliability tests/fixtures/dynamic
+       tests/fixtures/reliability tests/fixtures/dynamic tests/fixtures/llm_ops tests/fixtures/quantized_ops
+       tests/fixtures/cortex_m
        tests/fuzz/regressions)
 echo "fuzz: running for ${seconds}s"
 "$bin" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/findings/" \
