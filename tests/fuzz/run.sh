@@ -5,11 +5,12 @@
 #   tests/fuzz/run.sh --replay FILE...               runs the target once on each file (a finding, a regression)
 #
 # The seed corpus is the project's own fixtures (tests/fixtures/{exported,xnnpack,xnnpack_quantized,cuda,
-# reliability,dynamic,llm_ops,quantized_ops,cortex_m}) plus every input that once was a finding (tests/fuzz/regressions, replayed first: a regression
-# fails the run). New inputs the fuzzer finds go to build-fuzz/corpus, which is not committed. Any finding (a crash, a
-# sanitizer report, a leak, a 25 s timeout, more than 2 GB of RSS or one allocation over 2 GB) fails the run, writes
-# the input to build-fuzz/findings/ and exits non-zero; fix it and commit the input under tests/fuzz/regressions/. The
-# timeout is wall-clock: on a loaded machine a slow input can trip it, and --replay tells whether it is real.
+# reliability,dynamic,llm_ops,quantized_ops,cortex_m}) plus every input that once was a finding
+# (tests/fuzz/regressions, replayed first: a regression fails the run). New inputs the fuzzer finds go to
+# build-fuzz/corpus, which is not committed. Any finding (a crash, a sanitizer report, a leak, a 25 s timeout, more
+# than 2 GB of RSS or one allocation over 2 GB) fails the run, writes the input to build-fuzz/findings/ and exits
+# non-zero; fix it and commit the input under tests/fuzz/regressions/. The timeout is wall-clock: on a loaded machine
+# a slow input can trip it, and --replay tells whether it is real.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-dev), which install_executorch.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
