@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "etrt/backends/cuda/cublas_loader.h"
-#include "etrt/backends/cuda/functors.h"
+#include "etrt/kernels/util/functors.h"
 #include "etrt/backends/cuda/graph_executor.h"
 
 namespace etrt::cuda {

@@ -33,7 +33,7 @@
 #include <span>
 #include <vector>
 
-#include "etrt/backends/cuda/functors.h"
+#include "etrt/kernels/util/functors.h"
 #include "etrt/backends/cuda/payload.h"
 #include "etrt/core/evalue.h"
 #include "etrt/device/device_interface.h"

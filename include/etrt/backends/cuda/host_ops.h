@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "etrt/backends/cuda/functors.h"
+#include "etrt/kernels/util/functors.h"
 #include "etrt/backends/cuda/graph_executor.h"
 #include "etrt/kernels/util/gemm.h"
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "etrt/backends/cuda/functors.h"  // relu/gelu shared with the CUDA delegate's host and device paths
+#include "etrt/kernels/util/functors.h"  // relu/gelu shared with the CUDA delegate's host and device paths
 #include "etrt/kernels/util/pointwise_util.h"
 
 namespace etrt::kernels {

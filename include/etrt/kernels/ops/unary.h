@@ -7,7 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "etrt/backends/cuda/functors.h"  // functions the CUDA delegate also computes: one definition for both
+#include "etrt/kernels/util/functors.h"  // functions the CUDA delegate also computes: one definition for both
 #include "etrt/kernels/util/pointwise_util.h"
 
 namespace etrt::kernels {
