@@ -49,6 +49,13 @@ def test_kernels_registered(portable_lib):
         assert set(fx["operators"]) <= names, set(fx["operators"]) - names
 
 
+def test_every_operator_of_the_wheels_cortex_m_library_is_registered(portable_lib):
+    # The wheel's backends/cortex_m/ops/operators.yaml, recorded by the fixture script.
+    wheel = set(MANIFEST["wheel_operators_yaml"])
+    assert len(wheel) >= 23 and "cortex_m::softmax.out" in wheel
+    assert wheel <= set(portable_lib._get_operator_names()), wheel - set(portable_lib._get_operator_names())
+
+
 def test_kws_fixture_uses_the_issue_ops():
     assert KWS_OPS <= set(MANIFEST["fixtures"]["kws_dscnn"]["operators"])
 

@@ -84,14 +84,27 @@ class AddMulNet(torch.nn.Module):
         return torch.nn.functional.max_pool2d(p, 3, stride=1, padding=1)
 
 
+class LinearSoftmaxNet(torch.nn.Module):
+    """A classification head: quantized_linear then cortex_m::softmax along the last dimension."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return torch.softmax(self.fc(x) * 3.0, dim=-1)
+
+
 def make_inputs(shapes, seed):
     g = torch.Generator().manual_seed(seed)
-    return tuple((torch.rand(s, generator=g) * 2 - 1).to(memory_format=torch.channels_last) for s in shapes)
+    ts = ((torch.rand(s, generator=g) * 2 - 1) for s in shapes)
+    return tuple(t.to(memory_format=torch.channels_last) if t.dim() == 4 else t for t in ts)
 
 
 MODELS = {
     "kws_dscnn": (KwsNet, [(1, 1, 10, 5)]),
     "elementwise": (AddMulNet, [(1, 4, 6, 6), (1, 4, 6, 6)]),
+    "linear_softmax": (LinearSoftmaxNet, [(2, 3, 16)]),
 }
 
 
@@ -127,8 +140,14 @@ def main() -> int:
     from executorch.extension.pybindings import portable_lib
 
     upstream_has = [n for n in portable_lib._get_operator_names() if n.startswith("cortex_m::")]
+    import executorch.backends.cortex_m.ops as cortex_m_ops
+
+    yaml_text = (pathlib.Path(list(cortex_m_ops.__path__)[0]) / "operators.yaml").read_text()  # a namespace package
+    wheel_ops = sorted(line.split("func: ", 1)[1].split("(", 1)[0] for line in yaml_text.splitlines()
+                       if line.startswith("- func: cortex_m::"))
     manifest = {"generator": "tools/export/export_cortex_m_fixtures.py", "executorch": "1.5.1",
-                "torch": torch.__version__, "upstream_runtime_cortex_m_ops": upstream_has, "fixtures": {}}
+                "torch": torch.__version__, "upstream_runtime_cortex_m_ops": upstream_has,
+                "wheel_operators_yaml": wheel_ops, "fixtures": {}}
     for name, (ctor, shapes) in MODELS.items():
         torch.manual_seed(0)
         model = ctor().eval()

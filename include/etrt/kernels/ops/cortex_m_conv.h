@@ -127,7 +127,7 @@ inline Status run_transpose_conv(std::string_view op, KernelContext& ctx, const 
   const int64_t O = weight.size(0), KH = weight.size(1), KW = weight.size(2);
   if (weight.size(3) != x.C)
     return fail(Error::InvalidArgument, op, ": weight ", weight.describe(), " does not match ", x.C,
-                " input channels (only groups == 1 is supported)");
+                " input channels (groups must be 1, as the Cortex-M quantizer requires of transposed convolutions)");
   ETRT_TRY(auto opad, pair(op, "output_padding", output_padding));
   std::array<int64_t, 2> osp{};
   const int64_t in_sp[2] = {x.H, x.W}, k[2] = {KH, KW};
