@@ -2,6 +2,7 @@
 run on the "XnnpackBackend" delegate, which executes the XNNPACK subgraph with the portable kernels, and match
 torch eager. A corrupt payload is a RuntimeError at load (or run), never a crash."""
 import json
+import re
 import struct
 
 import numpy as np
@@ -133,9 +134,9 @@ def test_a_value_turned_quantized_is_refused(portable_lib):
     assert err is not None and "quantized" in err
 
 
-def test_unsupported_node_kind_is_named(portable_lib):
-    # Turn the first node's union type (XNNFullyConnected, 2) into XNNScaledDotProductAttention (36), which this
-    # backend does not run: the load error names the node kind.
+def test_unknown_node_kind_is_named(portable_lib):
+    # Every node kind of the 1.5.1 schema runs here; turn a node's union type (XNNFullyConnected, 2) into 48, one past
+    # the schema's last kind (XNNCos): the load error names the node and says its kind is unknown.
     data = bytearray((XNN / "xnn_mlp.pte").read_bytes())
     p = _payload_start(bytes(data))
     fb_off, fb_size = struct.unpack("<II", bytes(data[p + 10:p + 18]))
@@ -145,9 +146,9 @@ def test_unsupported_node_kind_is_named(portable_lib):
         if data[pos] != 2:
             continue
         d = bytearray(data)
-        d[pos] = 36
+        d[pos] = 48
         e = _try_run(portable_lib, bytes(d), inputs)
-        if e is not None and "XNNScaledDotProductAttention" in e:
+        if e is not None and "unknown node kind 48" in e:
             err = e
             break
-    assert err is not None and "not supported" in err
+    assert err is not None and re.search(r"XNNPACK node \d+ has unknown node kind 48", err), err

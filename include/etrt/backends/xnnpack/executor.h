@@ -20,10 +20,12 @@
 #include <span>
 #include <vector>
 
+#include "etrt/backends/xnnpack/argmax_pooling.h"
 #include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/intermediate_plan.h"
 #include "etrt/backends/xnnpack/payload.h"
 #include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/backends/xnnpack/sdpa.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
@@ -125,7 +127,7 @@ class Executor {
     if (args.size() != g_.num_externs)
       return fail(Error::InvalidArgument, "XnnpackBackend: ", args.size(), " arguments, the graph has ",
                   g_.num_externs, " external values");
-    quantized_outputs_.clear();
+    staged_outputs_.clear();
     // Inputs first: their shapes this call decide every other shape (shape_inference.h).
     bool dynamic = false;
     for (size_t id = 0; id < g_.values.size(); ++id) {
@@ -155,6 +157,7 @@ class Executor {
           return fail(Error::InvalidArgument, n.where(), ": output shape ", shape_str(o.sizes()),
                       " exceeds the planned ", shape_str(g_.values[n.output].dims));
         shapes_[n.output] = o;
+        if (n.index_output != kNoValue) shapes_[n.index_output] = o;
       }
       shapes_dynamic_ = true;
     } else if (shapes_dynamic_) {
@@ -176,7 +179,7 @@ class Executor {
       if (t.numel() > 0 && !t.data())
         return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " has no data");
       if (t.dtype() == ScalarType::Float) ptr_[id] = static_cast<float*>(t.data());
-      else quantized_outputs_.emplace_back(static_cast<uint32_t>(id), t.data());
+      else staged_outputs_.push_back({static_cast<uint32_t>(id), t.data(), t.dtype()});
     }
     KernelContext ctx;
     for (const Node& n : g_.nodes) {
@@ -190,9 +193,17 @@ class Executor {
       }
       requantize_output(n);
     }
-    for (const auto& [id, data] : quantized_outputs_) {
-      const Value& v = g_.values[id];
-      quant::quantize_external(v.datatype, v.quant, ptr_[id], data, shapes_[id].numel());
+    for (const StagedOutput& s : staged_outputs_) {
+      const Value& v = g_.values[s.id];
+      const int64_t count = shapes_[s.id].numel();
+      if (v.datatype == Datatype::Int32) {  // indices, held as exact small floats
+        for (int64_t i = 0; i < count; ++i) {
+          if (s.dtype == ScalarType::Long) static_cast<int64_t*>(s.data)[i] = static_cast<int64_t>(ptr_[s.id][i]);
+          else static_cast<int32_t*>(s.data)[i] = static_cast<int32_t>(ptr_[s.id][i]);
+        }
+      } else {
+        quant::quantize_external(v.datatype, v.quant, ptr_[s.id], s.data, count);
+      }
     }
     return {};
   }
@@ -263,8 +274,11 @@ class Executor {
     ETRT_TRY(Tensor* t, a->to_tensor("XnnpackBackend argument"));
     const ScalarType want = v.datatype == Datatype::QInt8    ? ScalarType::Char
                             : v.datatype == Datatype::QUInt8 ? ScalarType::Byte
+                            : v.datatype == Datatype::Int32  ? ScalarType::Int
                                                              : ScalarType::Float;
-    if (t->dtype() != want)
+    // int32 indices may also be delivered into int64 (the program's tensor for argmax positions may be Long).
+    const bool index_as_long = v.datatype == Datatype::Int32 && t->dtype() == ScalarType::Long;
+    if (t->dtype() != want && !index_as_long)
       return fail(Error::InvalidArgument, "XnnpackBackend: argument ", v.external_id, " is ", t->describe(),
                   ", the graph expects ", name(want), shape_str(v.dims));
     if (t->numel() > 0 && !t->data() && (v.flags & kValueExternalInput))
@@ -550,8 +564,16 @@ class Executor {
         ETRT_TRY(Tensor o, Tensor::make(ScalarType::Float, os, {}, ptr_[n.output]));
         return k::bmm_out<F>(ctx, a, b, o);
       }
-      case K::ArgMaxPooling2d: case K::ScaledDotProductAttention:
-        break;  // refused by check_node
+      case K::ArgMaxPooling2d:
+        return argmax_pooling_2d(n, ptr_[n.inputs[0]], shapes_[n.inputs[0]], ptr_[n.output], ptr_[n.index_output],
+                                 shapes_[n.output]);
+      case K::ScaledDotProductAttention: {
+        const auto& in = n.inputs;
+        const SdpaOperands a{ptr_[in[0]], ptr_[in[1]], ptr_[in[2]], ptr_[in[3]], ptr_[in[4]], ptr_[n.output],
+                             shapes_[in[0]], shapes_[in[1]], shapes_[in[2]], shapes_[in[3]], shapes_[in[4]],
+                             shapes_[n.output]};
+        return scaled_dot_product_attention(n, a, scratch_.get());  // scratch: key's numel >= U (graph_checks.h)
+      }
     }
     return fail(Error::NotSupported, "node kind is not supported");
   }
@@ -564,7 +586,13 @@ class Executor {
   std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks
-  std::vector<std::pair<uint32_t, void*>> quantized_outputs_;  // (value, caller's buffer) of this call
+  // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.
+  struct StagedOutput {
+    uint32_t id;
+    void* data;
+    ScalarType dtype;
+  };
+  std::vector<StagedOutput> staged_outputs_;
   std::mutex mu_;
 };
 

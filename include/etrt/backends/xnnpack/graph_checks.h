@@ -80,6 +80,7 @@ inline Result<uint64_t> scratch_floats(const Graph& g, const Node& n) {
     need += 2 * static_cast<uint64_t>(g.values[n.output].numel);
   }
   if (n.kind == K::PReLU) need = static_cast<uint64_t>(in.numel);
+  if (n.kind == K::ScaledDotProductAttention) need = static_cast<uint64_t>(g.values[n.inputs[1]].numel);  // >= U logits
   if (n.kind == K::StaticSlice) need = 2 * static_cast<uint64_t>(in.numel);  // two intermediates taking turns
   return need;
 }
@@ -160,11 +161,40 @@ inline Status check_node(const Graph& g, const Node& n) {
                     shape_str(in0.dims), " x ", shape_str(b.dims), ")");
       break;
     }
-    case K::ArgMaxPooling2d: case K::ScaledDotProductAttention:
-      return fail(Error::NotSupported, n.where(), " is not supported");
+    case K::ArgMaxPooling2d:
+      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4 || rank(n.index_output) != 4)
+        return fail(Error::InvalidProgram, n.where(), ": input and outputs must be 4-D (NHWC)");
+      if (g.values[n.output].datatype != Datatype::Fp32 || g.values[n.index_output].datatype != Datatype::Int32)
+        return fail(Error::NotSupported, n.where(), ": only fp32 values with int32 indices are supported");
+      if (g.values[n.output].dims != g.values[n.index_output].dims)
+        return fail(Error::InvalidProgram, n.where(), ": value output ", shape_str(g.values[n.output].dims),
+                    " and index output ", shape_str(g.values[n.index_output].dims), " differ");
+      // Positions are held as floats until written out (argmax_pooling.h): exact up to 2^24.
+      if (uint64_t{n.conv[4]} * n.conv[5] < 2 || uint64_t{n.conv[4]} * n.conv[5] > (1u << 24))
+        return fail(Error::InvalidProgram, n.where(), ": pooling ", n.conv[4], "x", n.conv[5],
+                    " must have 2 to 2^24 positions");
+      for (int s = 0; s < 4; ++s)
+        if (n.conv[s] > (1u << 16)) return fail(Error::InvalidProgram, n.where(), ": padding ", n.conv[s], " is too large");
+      break;
+    case K::ScaledDotProductAttention: {
+      const int64_t rq = rank(n.inputs[0]), rk = rank(n.inputs[1]);
+      if (rq < 3 || (rk != rq && rk != rq - 1) || rank(n.inputs[2]) != rk || rank(n.inputs[3]) != 1 ||
+          rank(n.inputs[4]) != 2 || rank(n.output) != rq)
+        return fail(Error::InvalidProgram, n.where(), ": query [*, H, T, C], key/value [*, (H,) U, C|D], scale [C], ",
+                    "mask [T, U] and output [*, H, T, D] have the wrong ranks (", shape_str(in0.dims), ", ",
+                    shape_str(g.values[n.inputs[1]].dims), ", ", shape_str(g.values[n.inputs[2]].dims), ", ",
+                    shape_str(g.values[n.inputs[3]].dims), ", ", shape_str(g.values[n.inputs[4]].dims), ")");
+      break;
+    }
     default:
       break;
   }
+  // int32 values are ArgMaxPooling2d's indices; every kernel here reads floats.
+  for (const uint32_t id : n.inputs)
+    if (id != kNoValue && g.values[id].datatype == Datatype::Int32)
+      return fail(Error::NotSupported, n.where(), ": input value ", id, " is int32; only fp32 and quantized inputs are supported");
+  if (n.kind != K::ArgMaxPooling2d && g.values[n.output].datatype == Datatype::Int32)
+    return fail(Error::NotSupported, n.where(), ": output value ", n.output, " is int32");
   return {};
 }
 

@@ -33,10 +33,10 @@ inline Result<IntermediatePlan> plan_intermediates(const Graph& g) {
         return fail(Error::InvalidProgram, n.where(), ": reads value ", id, ", which no earlier node writes");
       last[id] = static_cast<int64_t>(i);
     }
-    if (internal(n.output)) {
-      if (def[n.output] >= 0)
-        return fail(Error::InvalidProgram, n.where(), ": value ", n.output, " is written by two nodes");
-      def[n.output] = last[n.output] = static_cast<int64_t>(i);
+    for (const uint32_t out : {n.output, n.index_output}) {
+      if (out == kNoValue || !internal(out)) continue;
+      if (def[out] >= 0) return fail(Error::InvalidProgram, n.where(), ": value ", out, " is written by two nodes");
+      def[out] = last[out] = static_cast<int64_t>(i);
     }
   }
   std::vector<uint32_t> order;

@@ -81,6 +81,7 @@ struct Node {
   uint32_t index = 0;   // position in xnodes, for messages
   std::vector<uint32_t> inputs;  // value ids, validated (kNoValue only for an absent bias)
   uint32_t output = kNoValue;
+  uint32_t index_output = kNoValue;  // ArgMaxPooling2d's second output: the position of each maximum (int32)
   uint32_t flags = 0;
   // Kind-specific parameters.
   std::vector<int64_t> ints;    // perm / new_shape / offsets (StaticSlice: offsets then sizes) / pre then post pads
@@ -181,9 +182,13 @@ inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t ind
   const uint32_t id = tv.scalar<uint32_t>(slot::kTvIdOut, 0, "XNNTensorValue.id_out");
   if (!r.ok()) return r.take_failure();
   if (!tv.present()) return fail(Error::InvalidProgram, "XNNPACK value ", index, " has no tensor table");
-  if (type == 1 && dt != kDatatypeFp32)
+  // int32 (not quantized) is the index output of ArgMaxPooling2d; graph_checks.h keeps it to that.
+  if (type == 1 && dt != kDatatypeFp32 && dt != static_cast<int16_t>(Datatype::Int32))
     return fail(Error::NotSupported, "XNNPACK value ", index, " has datatype ", datatype_name(dt), " (", dt,
-                "); only fp32 and quantized values are supported");
+                "); only fp32, int32 and quantized values are supported");
+  if (type == 1 && dt != kDatatypeFp32 && (cidx != 0 || (flags & kValueExternalInput)))
+    return fail(Error::NotSupported, "XNNPACK value ", index, ": an ", datatype_name(dt),
+                " value may only be written by a node, not be a constant or a graph input");
   if (type == 2 && (dt == kDatatypeFp32 || dt < 0 || dt > 14))
     return fail(Error::InvalidProgram, "XNNPACK value ", index, " is quantized but its datatype is ",
                 datatype_name(dt), " (", dt, ")");
@@ -323,8 +328,13 @@ inline Status parse_node(const fb::Reader& r, const fb::Table& xn, uint32_t inde
       n.output = u32(5), n.flags = u32(6);
       break;
     }
-    case K::ArgMaxPooling2d: case K::ScaledDotProductAttention:
-      return fail(Error::NotSupported, n.where(), " is not supported by this runtime's XNNPACK backend");
+    case K::ArgMaxPooling2d:  // padding top, right, bottom, left; pooling height, width
+      for (int s = 0; s < 6; ++s) n.conv[s] = u32(s);
+      n.inputs = {u32(6)}, n.output = u32(7), n.index_output = u32(8), n.flags = u32(9);
+      break;
+    case K::ScaledDotProductAttention:  // query, key, value, scale, mask
+      n.inputs = {u32(0), u32(1), u32(2), u32(3), u32(4)}, n.output = u32(5), n.flags = u32(6);
+      break;
   }
   if (!r.ok()) return r.take_failure();
   return {};
@@ -401,9 +411,18 @@ inline Result<Graph> parse_payload(std::span<const uint8_t> payload, const Named
       if (optional_bias && n.inputs[k] == kNoValue) continue;
       ETRT_CHECK_OK(detail::check_value_id(g, n.inputs[k], n, cat("input ", k)));
     }
-    ETRT_CHECK_OK(detail::check_value_id(g, n.output, n, "output"));
-    if (!g.values[n.output].constant.empty() || (g.values[n.output].flags & kValueExternalInput))
-      return fail(Error::InvalidProgram, n.where(), ": output value ", n.output, " is a constant or a graph input");
+    const auto check_output = [&](uint32_t out) -> Status {
+      ETRT_CHECK_OK(detail::check_value_id(g, out, n, "output"));
+      if (!g.values[out].constant.empty() || (g.values[out].flags & kValueExternalInput))
+        return fail(Error::InvalidProgram, n.where(), ": output value ", out, " is a constant or a graph input");
+      return {};
+    };
+    ETRT_CHECK_OK(check_output(n.output));
+    if (n.kind == NodeKind::ArgMaxPooling2d) {
+      ETRT_CHECK_OK(check_output(n.index_output));
+      if (n.index_output == n.output)
+        return fail(Error::InvalidProgram, n.where(), ": the value and index outputs are one value (", n.output, ")");
+    }
     g.nodes.push_back(std::move(n));
   }
   for (uint32_t i = 0; i < in_ids.size(); ++i) g.input_ids.push_back(in_ids[i]);

@@ -131,6 +131,12 @@ inline Result<ValueShape> infer_output(const Graph& g, const Node& n, std::span<
       for (uint32_t d = 0; d < in.rank; ++d) o.d[d] += n.ints[d] + n.ints[in.rank + d];
       return o;
     }
+    case K::ScaledDotProductAttention: {  // [*, H, T, C] queries give [*, H, T, D] with D from the values
+      const ValueShape& v = shapes[n.inputs[2]];
+      ValueShape o = in;
+      o.d[o.rank - 1] = v.d[v.rank - 1];  // ranks: check_node
+      return o;
+    }
     case K::GlobalAvgPooling2d: {
       ValueShape o = planned;
       o.d[0] = in.d[0];
