@@ -89,3 +89,43 @@ def planned_tensors(buf, plan_index=0):
         if alloc is not None:
             out.append((i, t, alloc))
     return out
+
+
+PLAN_INPUTS, PLAN_CHAINS, PLAN_OPERATORS = 3, 5, 6
+CHAIN_INSTRUCTIONS = 2
+INSTR_ARGS_TYPE, INSTR_ARGS = 0, 1
+INSTR_KERNEL_CALL = 1
+KERNEL_CALL_OP_INDEX, KERNEL_CALL_ARGS = 0, 1
+OPERATOR_NAME, OPERATOR_OVERLOAD = 0, 1
+
+
+def _string(t, index):
+    p = t.field_pos(index)
+    if p is None:
+        return ""
+    s = p + struct.unpack_from("<I", t.buf, p)[0]
+    n = struct.unpack_from("<I", t.buf, s)[0]
+    return bytes(t.buf[s + 4:s + 4 + n]).decode()
+
+
+def kernel_calls(buf, plan_index=0):
+    """Every KernelCall of a plan's chains as (operator "name.overload", position of its first arg, arg count)."""
+    p = plan(buf, plan_index)
+    ops = []
+    for o in p.tables(PLAN_OPERATORS):
+        name, overload = _string(o, OPERATOR_NAME), _string(o, OPERATOR_OVERLOAD)
+        ops.append(f"{name}.{overload}" if overload else name)
+    out = []
+    for chain in p.tables(PLAN_CHAINS):
+        for ins in chain.tables(CHAIN_INSTRUCTIONS):
+            if ins.scalar(INSTR_ARGS_TYPE, "<B") != INSTR_KERNEL_CALL:
+                continue
+            call = ins.table(INSTR_ARGS)
+            start, n = call.vector(KERNEL_CALL_ARGS)
+            out.append((ops[call.scalar(KERNEL_CALL_OP_INDEX, "<i")], start, n))
+    return out
+
+
+def plan_inputs(buf, plan_index=0):
+    start, n = plan(buf, plan_index).vector(PLAN_INPUTS)
+    return [struct.unpack_from("<i", buf, start + 4 * k)[0] for k in range(n)]

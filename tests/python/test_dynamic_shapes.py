@@ -2,6 +2,8 @@
 real exporter): shape arithmetic (aten::sym_size.int, executorch_prim::*), et_view and a data-dependent item()
 evaluated as the program runs, at several sizes per program, against torch eager's outputs (which upstream's
 runtime also matches on these files)."""
+import struct
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,23 @@ def test_operators_are_registered(portable_lib):
                "executorch_prim::mul.Scalar", "executorch_prim::floordiv.Scalar", "executorch_prim::mod.Scalar",
                "executorch_prim::et_view.default", "dim_order_ops::_empty_dim_order.out"]:
         assert op in names, op
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_prim_op_on_a_tensor_is_an_error_naming_the_op(portable_lib, name):
+    # Point the first argument of each executorch_prim:: scalar-arithmetic call at the program's input tensor (a
+    # Scalar is expected): a clear exception naming the operator, never a crash or a silent result.
+    import pte_edit
+    data = (DYNAMIC / f"{name}.pte").read_bytes()
+    calls = [c for c in pte_edit.kernel_calls(bytearray(data)) 
+             if c[0].startswith("executorch_prim::") and c[0].endswith(".Scalar")]
+    if not calls:
+        pytest.skip(f"{name} has no executorch_prim:: scalar-arithmetic call")
+    tensor = pte_edit.plan_inputs(bytearray(data))[0]
+    ins = next(cases(name))[0]
+    for op, start, _ in calls:
+        buf = bytearray(data)
+        struct.pack_into("<i", buf, start, tensor)
+        with pytest.raises(RuntimeError, match=op.split(".")[0]):
+            m = portable_lib._load_for_executorch_from_buffer(bytes(buf))
+            m.forward([np.array(x, order="C") for x in ins])
