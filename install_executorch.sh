@@ -46,7 +46,7 @@ fi
 echo "== using $py"
 
 # 3. Python packages for the build (no build isolation) and the tests.
-"$py" -m pip install -q meson meson-python ninja pybind11 numpy pytest
+"$py" -m pip install -q meson meson-python ninja pybind11 numpy pytest "tomli; python_version < '3.11'"
 if [ "$with_torch" = 1 ]; then
   # The CPU build: torch is only ever used through its Python API (outputs via DLPack), never linked.
   "$py" -m pip install -q "torch==2.13.0"
@@ -59,6 +59,16 @@ if [ "$cuda" = enabled ] && ! command -v nvcc >/dev/null 2>&1; then
   done
   command -v nvcc >/dev/null 2>&1 || { echo "--cuda: nvcc not found (install the CUDA Toolkit or set CUDA_HOME)" >&2; exit 1; }
 fi
-echo "== building and installing the bindings (cuda=$cuda)"
-"$py" -m pip install -q . --no-build-isolation -Csetup-args=-Dcuda="$cuda"
+# The build directory is kept (build/py, or build/py-cuda) so that a re-run, and the wheel the packaging test makes,
+# recompile only what changed. pip runs verbose so that ninja's [n/total] lines show the build's progress.
+build_dir=build/py
+[ "$cuda" = enabled ] && build_dir=build/py-cuda
+echo "== building and installing the bindings (cuda=$cuda, build directory $build_dir; a first build takes minutes)"
+mkdir -p "$root/build"
+set +o pipefail
+"$py" -m pip install -v . --no-build-isolation -Cbuild-dir="$build_dir" -Csetup-args=-Dcuda="$cuda" 2>&1 \
+  | tee "$root/$build_dir.log" | grep --line-buffered -E '^ *\[[0-9]+/[0-9]+\] (Compiling|Linking)|error:|FAILED'
+pip_rc=${PIPESTATUS[0]}
+set -o pipefail
+if [ "$pip_rc" != 0 ]; then echo "build failed (pip exit $pip_rc): the full log is $build_dir.log" >&2; tail -30 "$root/$build_dir.log" >&2; exit 1; fi
 "$py" -c "from executorch.extension.pybindings import portable_lib as p; print('portable_lib installed; output mode:', p._output_mode, '; CUDA build:', p._cuda_enabled())"

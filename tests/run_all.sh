@@ -46,6 +46,17 @@ fi
 echo "-- torch blocked from import"
 ETRT_TEST_BLOCK_TORCH=1 "$py" -m pytest -q -p no:cacheprovider .
 
+if [ "$python_only" = 0 ]; then
+  # Beside the exporter from PyPI, both install orders (needs PyPI or a pip cache holding executorch 1.5.1 and
+  # torch 2.13.0; ETRT_SKIP_COEXISTENCE=1 skips it on a machine without either).
+  if [ "${ETRT_SKIP_COEXISTENCE:-0}" = 1 ]; then
+    echo "== coexistence with the exporter: skipped (ETRT_SKIP_COEXISTENCE=1)"
+  else
+    echo "== coexistence with the exporter"
+    "$root/tests/packaging/coexistence.sh"
+  fi
+fi
+
 echo "== GPU suite (skips without a GPU)"
 cd "$root/tests"
 "$py" -m pytest -q -p no:cacheprovider -rs test_pybindings_cuda_dlpack.py

@@ -419,8 +419,8 @@ def test_cupy_inputs_and_outputs(pl, cupy):
 
 def _child_env(**extra):
     import importlib.util
-    spec = importlib.util.find_spec("executorch.extension.pybindings")
-    root = str(pathlib.Path(spec.origin).parents[3])
+    spec = importlib.util.find_spec("executorch_portable_lib")
+    root = str(pathlib.Path(spec.origin).parents[1])
     env = dict(os.environ, **extra)
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env

@@ -137,7 +137,7 @@ def test_result_dlpack_versions(portable_lib):
 
 
 def test_stub_lists_every_public_name(portable_lib):
-    pyi = (ROOT / "bindings" / "executorch" / "extension" / "pybindings" / "portable_lib.pyi").read_text()
+    pyi = (ROOT / "bindings" / "executorch-stubs" / "extension" / "pybindings" / "portable_lib.pyi").read_text()
     import executorch.extension.pybindings.portable_lib as pl
     names = [n for n in dir(pl) if not n.startswith("__") and n not in ("_output_mode",)]
     missing = [n for n in names if f"def {n}(" not in pyi and f"class {n}" not in pyi]
@@ -154,7 +154,7 @@ def test_logs_reach_sys_stderr(portable_lib, capsys):
 def test_extension_links_no_torch():
     import shutil
     import subprocess
-    import executorch.extension.pybindings._C as ext
+    import executorch_portable_lib._C as ext
     if not shutil.which("ldd"):
         pytest.skip("ldd not available")
     deps = subprocess.run(["ldd", ext.__file__], capture_output=True, text=True, check=True).stdout

@@ -77,7 +77,7 @@ def test_upstream_names_are_all_there(portable_lib):
 
 
 def test_type_is_registered_once_and_has_no_plain_constructor(PyDataLoader):
-    from executorch.extension.pybindings import _C
+    from executorch_portable_lib import _C
     assert _C.PyDataLoader is PyDataLoader
     assert PyDataLoader.__module__ == "executorch.extension.pybindings.data_loader"
     importlib.reload(importlib.import_module("executorch.extension.pybindings.data_loader"))  # no re-registration

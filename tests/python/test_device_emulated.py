@@ -602,8 +602,8 @@ def etdump_debug_buffer_reads_device_tensors(pl):
 def _package_root():
     """The sys.path entry this process imports `executorch.extension.pybindings` from, for the child process."""
     import importlib.util
-    spec = importlib.util.find_spec("executorch.extension.pybindings")
-    return str(pathlib.Path(spec.origin).parents[3])
+    spec = importlib.util.find_spec("executorch_portable_lib")
+    return str(pathlib.Path(spec.origin).parents[1])
 
 
 SKIP_EXIT = 77  # a scenario process that cannot run here (it prints why)

@@ -43,10 +43,12 @@ meson setup "$build" --wipe -Dcuda=enabled -Dgpu_sm="$arch" -Dmarch= -Dtests=fal
   >"$out/meson-setup.txt" 2>&1 || { cat "$out/meson-setup.txt"; exit 1; }
 grep -E "CUDA build|Cuda compiler" "$out/meson-setup.txt"
 time ninja -C "$build" >"$out/ninja.txt" 2>&1 || { tail -50 "$out/ninja.txt"; exit 1; }
-pkg=/tmp/etrt-gpu-pkg/executorch/extension/pybindings
+pkg=/tmp/etrt-gpu-pkg/executorch_portable_lib
 rm -rf /tmp/etrt-gpu-pkg && mkdir -p "$pkg"
-cp bindings/executorch/extension/pybindings/*.py bindings/executorch/extension/pybindings/*.pyi "$pkg/"
+cp bindings/executorch_portable_lib/*.py "$pkg/"
 cp "$build"/_C*.so "$pkg/"
+# What the installed .pth file does in a site directory (PYTHONPATH entries get no .pth processing).
+echo "import executorch_portable_lib" > /tmp/etrt-gpu-pkg/sitecustomize.py
 export PYTHONPATH=/tmp/etrt-gpu-pkg
 python3 -c "from executorch.extension.pybindings import portable_lib as p; print('imported; cuda build:', p._cuda_enabled(), 'backends:', p._get_registered_backend_names())"
 

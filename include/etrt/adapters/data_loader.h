@@ -89,7 +89,7 @@ class PyDataLoader {
 
 /// Imports the module that registers PyDataLoader (Note [one registration]). A downstream extension calls it in
 /// its PYBIND11_MODULE before it returns any PyDataLoader.
-inline void import_data_loader_type() { py::module_::import("executorch.extension.pybindings.data_loader"); }
+inline void import_data_loader_type() { py::module_::import("executorch_portable_lib.data_loader"); }
 
 namespace detail {
 

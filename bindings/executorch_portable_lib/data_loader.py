@@ -5,6 +5,6 @@ that it exists exactly once however it is first imported. C++ extensions make lo
 with the header etrt/adapters/data_loader.h.
 """
 
-from executorch.extension.pybindings._C import PyDataLoader  # noqa: F401
+from executorch_portable_lib._C import PyDataLoader  # noqa: F401
 
 __all__ = ["PyDataLoader"]

@@ -1,11 +1,15 @@
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import enum
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+_Path = Union[str, "os.PathLike[str]"]
 
 # Not re-exported at run time (as upstream): import it from executorch.extension.pybindings.data_loader.
 from executorch.extension.pybindings.data_loader import PyDataLoader
 
-class Verification:
-    Minimal: "Verification"
-    InternalConsistency: "Verification"
+class Verification(enum.Enum):
+    Minimal = 0
+    InternalConsistency = 1
 
 class ExecuTorchResult:
     @property
@@ -29,6 +33,9 @@ class ExecuTorchResult:
         ...
     def __dlpack_device__(self) -> Tuple[int, int]:
         """(1, 0) on the CPU, (2, N) on cuda:N."""
+        ...
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any:
+        """A NumPy array sharing this result's memory (a copy only when dtype or copy=True asks for one)."""
         ...
     def to_host(self) -> "ExecuTorchResult":
         """This result in host memory: itself on the CPU, else a device-to-host copy after one device wait."""
@@ -115,11 +122,14 @@ class ExecuTorchModule:
         "Failed to write ..." when a file cannot be written (the recording is kept when a file cannot be opened)."""
         ...
 
+class ExecuTorchFileNotFoundError(FileNotFoundError, RuntimeError):
+    """Raised for a program or data file that does not exist (errno ENOENT, `filename` set)."""
+
 class BundledModule:
     def verify_result_with_bundled_expected_output(self, method_name: str, testset_idx: int, rtol: float = 1e-5,
                                                    atol: float = 1e-8) -> List[Any]: ...
 
-def _load_for_executorch(path: str, data_path: Optional[str] = None, enable_etdump: bool = False,
+def _load_for_executorch(path: _Path, data_path: Optional[_Path] = None, enable_etdump: bool = False,
                          debug_buffer_size: int = 0,
                          program_verification: Verification = Verification.InternalConsistency, *,
                          mmap: Optional[bool] = None, max_planned_bytes: int = 0) -> ExecuTorchModule:
@@ -152,7 +162,7 @@ def _load_for_executorch_from_buffer(buffer: bytes, data_map_buffer: Optional[by
 def _load_for_executorch_from_bundled_program(ptr: BundledModule, data_map_buffer: Optional[bytes] = None,
                                               enable_etdump: bool = False,
                                               debug_buffer_size: int = 0) -> ExecuTorchModule: ...
-def _load_for_executorch_from_data_loader(loader: PyDataLoader, data_path: Optional[str] = None,
+def _load_for_executorch_from_data_loader(loader: PyDataLoader, data_path: Optional[_Path] = None,
                                           enable_etdump: bool = False,
                                           debug_buffer_size: int = 0) -> ExecuTorchModule:
     """Loads a program from a PyDataLoader (executorch.extension.pybindings.data_loader), which is read now; the
@@ -161,16 +171,16 @@ def _load_for_executorch_from_data_loader(loader: PyDataLoader, data_path: Optio
     or returned the wrong number of bytes) raises RuntimeError naming the loader and the failed read."""
     ...
 def _load_bundled_program_from_buffer(buffer: bytes, non_const_pool_size: int = ...) -> BundledModule: ...
-def _load_program(path: str, enable_etdump: bool = False, debug_buffer_size: int = 0,
+def _load_program(path: _Path, enable_etdump: bool = False, debug_buffer_size: int = 0,
                   program_verification: Verification = Verification.Minimal,
-                  data_path: Optional[str] = None, *, mmap: Optional[bool] = None,
+                  data_path: Optional[_Path] = None, *, mmap: Optional[bool] = None,
                   max_planned_bytes: int = 0) -> ExecuTorchProgram:
     """Loads a program from a file, eagerly. enable_etdump, debug_buffer_size, mmap and max_planned_bytes as for
     _load_for_executorch; the Program's methods share its ETDump and debug buffer."""
     ...
 def _load_program_from_buffer(buffer: bytes, enable_etdump: bool = False, debug_buffer_size: int = 0,
                               program_verification: Verification = Verification.Minimal,
-                              data_path: Optional[str] = None, *,
+                              data_path: Optional[_Path] = None, *,
                               max_planned_bytes: int = 0) -> ExecuTorchProgram: ...
 def _get_operator_names() -> List[str]: ...
 def _get_registered_backend_names() -> List[str]: ...
@@ -178,6 +188,9 @@ def _is_available(backend_name: str) -> bool: ...
 def _create_profile_block(name: str) -> None: ...
 def _dump_profile_results() -> bytes: ...
 def _reset_profile_results() -> None: ...
+def _set_log_level(level: str) -> None:
+    """'debug', 'info' (the default), 'error' or 'off': the least severe runtime log level written to sys.stderr."""
+    ...
 def _cuda_enabled() -> bool:
     """True when these bindings were built with CUDA support."""
     ...

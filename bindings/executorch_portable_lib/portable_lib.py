@@ -7,8 +7,9 @@ before importing to always get ExecuTorchResult. The compiled extension imports 
 needs it; it never links against libtorch.
 """
 
-from executorch.extension.pybindings._C import (  # noqa: F401
+from executorch_portable_lib._C import (  # noqa: F401
     BundledModule,
+    ExecuTorchFileNotFoundError,
     ExecuTorchMethod,
     ExecuTorchModule,
     ExecuTorchProgram,
@@ -31,9 +32,10 @@ from executorch.extension.pybindings._C import (  # noqa: F401
     _load_program,
     _load_program_from_buffer,
     _reset_profile_results,
+    _set_log_level,
     _testing_emulate_cuda,
     _testing_emulated_counters,
     _threadpool_get_thread_count,
     _unsafe_reset_threadpool,
 )
-from executorch.extension.pybindings._C import _output_mode  # noqa: F401
+from executorch_portable_lib._C import _output_mode  # noqa: F401

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Set, Union
 
-from executorch.extension.pybindings import portable_lib as _lib
-from executorch.extension.pybindings.portable_lib import ExecuTorchMethod, ExecuTorchProgram, MethodMeta, Verification
+from executorch_portable_lib import portable_lib as _lib
+from executorch_portable_lib.portable_lib import ExecuTorchMethod, ExecuTorchProgram, MethodMeta, Verification
 
 __all__ = ["BackendRegistry", "Method", "MethodMeta", "OperatorRegistry", "Program", "Runtime", "Verification"]
 

@@ -1,1 +1,0 @@
-"""ExecuTorch Python bindings backed by a header-only runtime (no ATen, no libtorch)."""
