@@ -147,3 +147,18 @@ TEST_CASE("XNNPACK: truncated and byte-flipped node payloads fail cleanly", "[xn
     }
   }
 }
+
+TEST_CASE("XNNPACK: blockwise 4-bit weights whose group size does not divide the input channels are refused",
+          "[xnnpack][nodes][quantized]") {
+  // Made by the wheel's serializer (a qbint4 linear, group size 5 over 32 input channels): a load error naming the
+  // value and both numbers, before any scale is read.
+  const auto payload = etrt::test::read_file(nodes_dir() / "blockwise_group_5_of_32.bin");
+  auto g = parse_payload(payload, {});
+  std::string why;
+  if (!g) {
+    why = g.error().what;
+  } else if (auto ex = Executor::create(std::move(*g)); !ex) {
+    why = ex.error().what;
+  }
+  CHECK_THAT(why, Catch::Contains("XNNPACK value 1") && Catch::Contains("group size 5 does not divide the 32 input channels"));
+}

@@ -7,7 +7,8 @@ Run with the export venv:
     .venv-export/bin/python tools/export/make_xnnpack_node_payloads.py [--out tests/fixtures/xnnpack_nodes]
 
 Writes NAME.bin (the delegate payload, header included) and NAME.npz (x0.. inputs, y0.. outputs in external-id
-order). External ids: inputs first, then outputs.
+order). External ids: inputs first, then outputs. Also blockwise_group_5_of_32.bin, a payload the runtime must
+refuse (4-bit blockwise weights whose group size does not divide the input channels).
 
 Semantics (XNNPACK's subgraph definitions):
 - SDPA: query [*, H, T, C]; key/value [*, H, U, C|D] or, multi-query, [*, U, C|D]; scale [C] multiplies the query
@@ -29,9 +30,12 @@ import numpy as np
 import torch
 from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import (
     ConstantDataOffset,
+    PerChannelGroupQuant,
     XNNArgMaxPooling2d,
     XNNDatatype,
+    XNNFullyConnected,
     XNNGraph,
+    XNNQuantizedTensorValue,
     XNNScaledDotProductAttention,
     XNNTensorValue,
     XNode,
@@ -158,6 +162,29 @@ def make_argmax(rng, pads, pool, shape):
     return b.payload([node]), [x], [values, index]
 
 
+def make_bad_blockwise(out_features: int, in_features: int, group_size: int) -> bytes:
+    """A linear layer with 4-bit blockwise (qbint4) weights whose group size does not divide the input channels:
+    the runtime must refuse it at load, naming the value and both numbers. No expected outputs."""
+    b = Builder()
+    xid = b.input((1, in_features))
+    weights = bytes(range(out_features * in_features // 2))  # two 4-bit values per byte
+    while len(b.blob) % 64:
+        b.blob.append(0)
+    b.constants.append(ConstantDataOffset(offset=len(b.blob), size=len(weights)))
+    b.blob += weights
+    n_scales = out_features * -(-in_features // group_size)
+    fid = len(b.values)
+    b.values.append(XValue(xvalue_union=XNNQuantizedTensorValue(
+        tensor_value=XNNTensorValue(datatype=XNNDatatype.xnn_datatype_qbint4, num_dims=2,
+                                    dims=[out_features, in_features], constant_buffer_idx=len(b.constants) - 1,
+                                    external_id=0, flags=0, id_out=fid),
+        quant_params=PerChannelGroupQuant(scale=[0.125] * n_scales, channel_dim=0, group_size=group_size,
+                                          scale_buffer_idx=0, num_scales=n_scales))))
+    oid = b.output((1, out_features))
+    node = XNNFullyConnected(input1_id=xid, filter_id=fid, bias_id=0xFFFFFFFF, output_id=oid, flags=0)  # no bias
+    return b.payload([node])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "tests/fixtures/xnnpack_nodes"))
@@ -170,6 +197,8 @@ def main() -> int:
         "argmax_pool_2x2": make_argmax(rng, (0, 0, 0, 0), (2, 2), (2, 4, 6, 3)),
         "argmax_pool_padded": make_argmax(rng, (1, 1, 0, 2), (2, 3), (1, 5, 6, 2)),
     }
+    # Refused payloads (no .npz): the C++ test expects the load error.
+    (out / "blockwise_group_5_of_32.bin").write_bytes(make_bad_blockwise(4, 32, 5))
     for name, (payload, inputs, outputs) in cases.items():
         (out / f"{name}.bin").write_bytes(payload)
         arrays = {f"x{i}": a for i, a in enumerate(inputs)}
