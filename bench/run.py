@@ -8,8 +8,9 @@
 2. Zoo latency: every fixture in tests/fixtures/exported against the upstream runtime (executorch from PyPI),
    run in its own venv in a separate process (tools/export/make_export_venv.sh makes it; skipped without it).
 3. LLMs: prefill and decode seconds per token of every export_llm fixture against upstream on the same file.
-4. Overhead: forward() on the tiny add fixture, ExecuTorchResult and torch outputs, clone on and off, against one
-   np.add(out=) call and against upstream on the same file.
+4. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
+   and off, against one np.add(out=) call and against upstream (torch inputs) on the same file.
+   `python bench/run.py overhead` runs this part alone.
 """
 import json
 import os
@@ -182,6 +183,13 @@ r = {"mode": pl._output_mode,
      "clone": median_seconds(lambda: m.forward([x, y]), min_time=0.5),
      "borrow": median_seconds(lambda: m.forward([x, y], clone_outputs=False), min_time=0.5),
      "np_add": median_seconds(lambda: np.add(x, y, out=buf), min_time=0.5)}
+try:
+    import torch
+    tx, ty = torch.ones(2, 3), torch.ones(2, 3)
+    r["torch_in_clone"] = median_seconds(lambda: m.forward([tx, ty]), min_time=0.5)
+    r["torch_in_borrow"] = median_seconds(lambda: m.forward([tx, ty], clone_outputs=False), min_time=0.5)
+except ImportError:
+    pass
 print(json.dumps(r))
 """ % (str(HERE), str(FIXTURES / "add.pte"))
     results = []
@@ -198,17 +206,26 @@ print(json.dumps(r))
             {"name": "borrow", "pte": str(FIXTURES / "add.pte"), "method": "forward",
              "npz": str(FIXTURES / "add.npz"), "inputs": [["tensor", "in0"], ["tensor", "in1"]], "clone": False}]
     up = run_upstream(spec) or {}
+    # Upstream takes torch tensors only (and returns torch tensors); its time is the reference for every input and
+    # output kind here: the seed's targets are torch in/out <= 0.5x and numpy in/ExecuTorchResult out <= 0.25x.
     for r in results:
-        for kind in ("clone", "borrow"):
-            name = f"{r['mode']} out, clone={kind == 'clone'}"
+        for kind in ("clone", "borrow", "torch_in_clone", "torch_in_borrow"):
+            if kind not in r:
+                continue
+            ref = "clone" if kind.endswith("clone") else "borrow"
+            inputs = "torch" if kind.startswith("torch") else "numpy"
+            name = f"{inputs} in, {r['mode']} out, clone={ref == 'clone'}"
             row(name, r[kind], r["np_add"], "np.add(out=)")
-            if isinstance(up.get(kind), float):
-                row(name, r[kind], up[kind], "upstream")
+            if isinstance(up.get(ref), float):
+                row(name, r[kind], up[ref], "upstream (torch in)")
 
 
 def main():
     os.chdir(tempfile.gettempdir())  # import the installed package, not the checkout
     from executorch.extension.pybindings import portable_lib as pl
+    if sys.argv[1:] == ["overhead"]:
+        overhead()
+        return 0
     kernels(pl)
     zoo(pl)
     llm(pl)

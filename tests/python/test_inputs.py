@@ -109,3 +109,16 @@ def test_torch_tensor_inputs_read_through_attributes(portable_lib):
         m.forward([a, b.double()])
     with pytest.raises(RuntimeError, match="device meta"):
         m.forward([a, torch.empty(2, 3, device="meta")])
+
+
+def test_unusable_buffer_falls_back_to_dlpack_and_names_both_reasons(portable_lib):
+    # A structured array: its buffer format is no tensor dtype, so __dlpack__ is tried next; NumPy refuses that too,
+    # and the message carries both reasons (a bfloat16 array of ml_dtypes or JAX takes the same path and succeeds).
+    m = portable_lib._load_for_executorch(str(FIXTURES / "add.pte"))
+    x = np.ones((2, 3), np.float32)
+    structured = np.zeros((2, 3), dtype=[("a", "<f4")])
+    with pytest.raises(RuntimeError) as caught:
+        m.forward([structured, x])
+    message = str(caught.value)
+    assert "input 0" in message and "unsupported buffer format" in message and "__dlpack__ failed too" in message
+    np.testing.assert_allclose(to_numpy(m.forward([x, x])[0]), 2 * x)

@@ -270,6 +270,16 @@ def test_program_with_external_data(portable_lib, tmp_path):
         np.testing.assert_allclose(to_numpy(m.forward([z["in0"]])[0]), z["out0"], rtol=1e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="external data"):
         portable_lib._load_for_executorch(str(pte)).forward([z["in0"]])
+    # A data buffer that is not a .ptd: as upstream, the program loads (data is read lazily) and the first method
+    # load fails, naming the data file; a method without the data never sees the bad buffer.
+    bad = portable_lib._load_for_executorch_from_buffer(pte.read_bytes(), b"invalid bytes")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"external data \(\.ptd\) cannot be read"):
+            bad.forward([z["in0"]])
+    (tmp_path / "zeros.ptd").write_bytes(b"\0" * 64)
+    program = portable_lib._load_program(str(pte), data_path=str(tmp_path / "zeros.ptd"))
+    with pytest.raises(RuntimeError, match=r"external data \(\.ptd\) cannot be read"):
+        program.load_method("forward")
     # The data file changed on disk after loading: an error, not different weights.
     copy = tmp_path / "program_data.ptd"
     shutil.copy(ptd, copy)
@@ -285,6 +295,7 @@ MEMORY_CHILD = r"""
 import json, resource, sys
 import numpy as np
 from executorch.extension.pybindings import portable_lib as pl
+pl._set_log_level("off")  # the hostile files' load errors would interleave with the JSON result
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 warm = pl._load_for_executorch_from_buffer(open(sys.argv[1], "rb").read())  # code paths and allocator warmed

@@ -6,13 +6,16 @@
 // threads can't deadlock on the pair.
 #pragma once
 
+#include <pybind11/gil_safe_call_once.h>
 #include <pybind11/pybind11.h>
 
+#include <cerrno>
 #include <functional>
 #include <mutex>
 
 #include "etrt/adapters/result.h"
 #include "etrt/core/evalue.h"
+#include "etrt/core/log.h"
 #include "etrt/core/utf8.h"
 
 namespace etrt::python {
@@ -34,6 +37,37 @@ inline OutputConfig& output_config() {
 
 /// Raises RuntimeError; the message is made valid UTF-8 since it may quote bytes of a corrupt file.
 [[noreturn]] inline void raise(const Failure& f) { throw std::runtime_error(sanitize_utf8(f.describe())); }
+
+/// Raises RuntimeError after logging the message (a failed load, a missing operator or backend): upstream's runtime
+/// logs these, so scripts that watch stderr see them; ETRT_LOG_LEVEL=off or _set_log_level("off") silences them.
+[[noreturn]] inline void raise_logged(const Failure& f) {
+  log(LogLevel::Error, sanitize_utf8(f.describe()));
+  raise(f);
+}
+
+/// The class raised for a file that does not exist: a RuntimeError as upstream raises, and a FileNotFoundError so
+/// that `except FileNotFoundError` / `except OSError` catch it. Created once, with the module.
+inline py::handle missing_file_error_type() {
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> storage;
+  return storage
+      .call_once_and_store_result([] {
+        py::tuple bases = py::make_tuple(py::handle(PyExc_FileNotFoundError), py::handle(PyExc_RuntimeError));
+        PyObject* t = PyErr_NewException("executorch_portable_lib._C.ExecuTorchFileNotFoundError", bases.ptr(), nullptr);
+        if (!t) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(t);
+      })
+      .get_stored();
+}
+
+/// Raises ExecuTorchFileNotFoundError(ENOENT, message) with `filename` set, after logging it.
+[[noreturn]] inline void raise_missing_file(const std::string& path, const Failure& f) {
+  const std::string message = sanitize_utf8(f.describe());
+  log(LogLevel::Error, message);
+  py::object err = missing_file_error_type()(ENOENT, message);
+  err.attr("filename") = path;
+  PyErr_SetObject(missing_file_error_type().ptr(), err.ptr());
+  throw py::error_already_set();
+}
 
 /// A Python str from bytes that should be UTF-8 (invalid bytes become U+FFFD instead of raising).
 inline py::str to_py_str(std::string_view s) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "etrt/adapters/result.h"
+#include "etrt/adapters/torch_types.h"
 #include "etrt/core/utf8.h"
 #include "etrt/method/method.h"
 
@@ -98,20 +99,8 @@ class InputConverter {
   /// Only a real torch.Tensor (torch already imported) takes the torch path, whose data_ptr() is trusted as torch's
   /// own; any other object with look-alike attributes goes through DLPack or the buffer protocol.
   static bool is_torch_tensor(py::handle obj) {
-    PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
-    if (!torch || torch == Py_None || !PyModule_Check(torch)) return false;
-    PyObject* tensor_type = PyObject_GetAttrString(torch, "Tensor");  // new reference
-    if (!tensor_type) {
-      PyErr_Clear();
-      return false;
-    }
-    const int r = PyType_Check(tensor_type) ? PyObject_IsInstance(obj.ptr(), tensor_type) : 0;
-    Py_DECREF(tensor_type);
-    if (r < 0) {
-      PyErr_Clear();
-      return false;
-    }
-    return r == 1;
+    const TorchTypes* torch = torch_types();
+    return torch && PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(torch->tensor_type));
   }
 
  private:
@@ -137,7 +126,58 @@ class InputConverter {
     in.kind = std::move(kind);
   }
 
+  /// A dense CPU tensor of a known dtype, read with attribute lookups and pointer compares only; anything else
+  /// (another device, a layout the method does not take, an unknown dtype) takes the general path below.
+  std::optional<HostInput> from_torch_fast(py::handle t, size_t index, const ValueInfo* expected) const {
+    const TorchTypes& torch = *torch_types();
+    PyObject* o = t.ptr();
+    auto attr = [&](PyObject* name) { return py::reinterpret_steal<py::object>(PyObject_GetAttr(o, name)); };
+    py::object is_cpu = attr(torch.is_cpu);
+    if (is_cpu.ptr() != Py_True) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    py::object dtype_obj = attr(torch.dtype);
+    const auto dtype = dtype_obj ? torch.scalar_type(dtype_obj.ptr()) : std::nullopt;
+    py::object shape = attr(torch.shape);
+    auto stride = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(o, torch.stride));
+    if (!dtype || !shape || !stride || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(stride.ptr()) ||
+        PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(stride.ptr()) || PyTuple_GET_SIZE(shape.ptr()) > kMaxDims) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    const Py_ssize_t rank = PyTuple_GET_SIZE(shape.ptr());
+    std::array<int64_t, kMaxDims> sizes{}, strides{};
+    for (Py_ssize_t d = 0; d < rank; ++d) {
+      sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), d));
+      strides[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride.ptr(), d));
+    }
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    const std::span<const int64_t> sz(sizes.data(), rank), st(strides.data(), rank);
+    if (expected && expected->tensor && expected->tensor->dim_order.size() == static_cast<size_t>(rank) &&
+        (!is_dense(sz, st) || !strides_match_dim_order(sz, st, expected->tensor->dim_order)))
+      return std::nullopt;  // torch makes the exported layout first (general path)
+    auto ptr = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(o, torch.data_ptr));
+    if (!ptr) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    const auto address = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(ptr.ptr()));
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    HostInput in;
+    set_view(in, reinterpret_cast<const void*>(address), *dtype, sz, st, Device{}, true, "torch", index);
+    in.keepalive = py::reinterpret_borrow<py::object>(t);
+    return in;
+  }
+
   HostInput from_torch(py::handle t, size_t index, const ValueInfo* expected) const {
+    if (auto fast = from_torch_fast(t, index, expected)) return std::move(*fast);
     py::object dev = t.attr("device");
     const std::string dev_type = py::str(dev.attr("type"));
     Device device{};
@@ -237,6 +277,23 @@ class InputConverter {
     return in;
   }
 
+  /// An object whose buffer cannot be used (a bfloat16 array of ml_dtypes or JAX, say) may still export DLPack:
+  /// that is tried next, and when it fails too the error names both reasons.
+  HostInput from_dlpack_instead(py::handle obj, size_t index, const std::string& buffer_problem) const {
+    if (!py::hasattr(obj, "__dlpack__")) throw error(index, buffer_problem);
+    std::string dlpack_problem;
+    try {
+      return from_dlpack_producer(obj, index);
+    } catch (InputError& e) {
+      dlpack_problem = e.what();
+      if (const std::string prefix = error(index, "").what(); dlpack_problem.starts_with(prefix))
+        dlpack_problem.erase(0, prefix.size());
+    } catch (py::error_already_set& e) {
+      dlpack_problem = cat(std::string(py::str(e.type().attr("__name__"))), ": ", std::string(py::str(e.value())));
+    }
+    throw error(index, cat(buffer_problem, "; and its __dlpack__ failed too: ", dlpack_problem));
+  }
+
   HostInput from_dlpack_producer(py::handle obj, size_t index) const {
     py::object cap;
     try {
@@ -257,12 +314,15 @@ class InputConverter {
     });
     if (PyObject_GetBuffer(obj.ptr(), view.get(), PyBUF_RECORDS_RO) != 0) {
       view->obj = nullptr;
-      PyErr_Clear();
-      throw error(index, cat("cannot read the buffer of ", std::string(py::str(py::type::handle_of(obj)))));
+      py::error_already_set why;  // takes (and clears) the exporter's reason
+      return from_dlpack_instead(obj, index, cat("cannot read the buffer of ", std::string(py::str(py::type::handle_of(obj))),
+                                                 " (", std::string(py::str(why.type().attr("__name__"))), ": ",
+                                                 std::string(py::str(why.value())), ")"));
     }
     const std::string fmt = view->format ? view->format : "B";
     auto dtype = parse_buffer_format(fmt, static_cast<size_t>(view->itemsize));
-    if (!dtype) throw error(index, cat("unsupported buffer format '", fmt, "' (itemsize ", view->itemsize, ")"));
+    if (!dtype)
+      return from_dlpack_instead(obj, index, cat("unsupported buffer format '", fmt, "' (itemsize ", view->itemsize, ")"));
     if (view->ndim < 0 || view->ndim > kMaxDims || view->itemsize <= 0)
       throw error(index, cat("buffer of rank ", view->ndim, " is not supported"));
     // Some exporters (ctypes) leave shape or strides null: null shape = one dimension of len / itemsize,

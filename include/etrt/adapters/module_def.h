@@ -56,7 +56,12 @@ inline void init_output_mode() {
     throw std::runtime_error("EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT must be 'executorch' or 'torch', got '" + choice + "'");
   try {
     py::module_ torch = py::module_::import("torch");
-    cfg.torch_from_dlpack = py::object(torch.attr("from_dlpack")).release().ptr();
+    // Results are always capsules: torch's capsule consumer (what torch.from_dlpack calls for a capsule, after a
+    // protocol probe that costs more than the call) when this torch has it, else the public function.
+    py::object consume = torch.attr("from_dlpack");
+    if (py::object c = py::getattr(torch.attr("_C"), "_from_dlpack", py::none()); !c.is_none() && PyCallable_Check(c.ptr()))
+      consume = c;
+    cfg.torch_from_dlpack = consume.release().ptr();
     cfg.mode = OutputMode::Torch;
   } catch (py::error_already_set& e) {
     if (choice == "torch")
@@ -193,6 +198,19 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   set_log_sink(&python_log_sink);
   m.doc() = "ExecuTorch portable runtime bindings (header-only runtime, no ATen / libtorch).";
   m.attr("_output_mode") = output_config().mode == OutputMode::Torch ? "torch" : "executorch";
+  m.attr("ExecuTorchFileNotFoundError") = missing_file_error_type();
+  m.def(
+      "_set_log_level",
+      [](const std::string& level) {
+        static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
+            {"debug", LogLevel::Debug}, {"info", LogLevel::Info}, {"error", LogLevel::Error}, {"off", LogLevel::Off}};
+        for (const auto& [name, value] : kLevels)
+          if (level == name) return set_log_level(value);
+        throw py::value_error(cat("log level must be one of debug, info, error, off; got '", level, "'"));
+      },
+      py::arg("level"),
+      "Sets the least severe runtime log level written to sys.stderr: 'debug', 'info' (the default), 'error' or "
+      "'off'. The environment variable ETRT_LOG_LEVEL sets the initial level.");
 
   define_data_loader(m);  // Note [one registration] (data_loader.h)
 
@@ -271,11 +289,11 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       .def("input_tag", [](const PyMethodMeta& mm, size_t i) {
         if (i >= mm.meta.inputs.size()) throw py::index_error(cat("Cannot get input tag at ", i));
         return std::string(tag_name(mm.meta.inputs[i].tag));
-      })
+      }, py::arg("index"))
       .def("output_tag", [](const PyMethodMeta& mm, size_t i) {
         if (i >= mm.meta.outputs.size()) throw py::index_error(cat("Cannot get output tag at ", i));
         return std::string(tag_name(mm.meta.outputs[i].tag));
-      })
+      }, py::arg("index"))
       .def("num_instructions", [](const PyMethodMeta& mm) { return mm.meta.num_instructions; })
       .def("memory_planned_buffer_sizes", [](const PyMethodMeta& mm) { return mm.meta.planned_buffer_sizes; })
       .def("backends", [](const PyMethodMeta& mm) { return mm.meta.backends; })
@@ -317,16 +335,24 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
 
   py::class_<PyBundledModule, std::shared_ptr<PyBundledModule>>(m, "BundledModule")
       .def("verify_result_with_bundled_expected_output", &PyBundledModule::verify, py::arg("method_name"),
-           py::arg("testset_idx"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8);
+           py::arg("testset_idx"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8)
+      .def(
+          "_test_case_counts",
+          [](const PyBundledModule& b) {
+            py::dict counts;
+            for (const auto& suite : b.bundle()->suites()) counts[to_py_str(suite.method_name)] = suite.cases.size();
+            return counts;
+          },
+          "{method name: number of test cases} of the bundle (an addition; upstream's BundledModule has none).");
 
   const auto verif_default = Verification::InternalConsistency;
   m.def(
       "_load_for_executorch",
-      [kernels](const std::string& path, py::object data_path, bool etdump, size_t dbg, Verification v,
+      [kernels](py::object path, py::object data_path, bool etdump, size_t dbg, Verification v,
                 std::optional<bool> mmap, uint64_t max_planned) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>(), mmap);
+        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"), mmap);
         return std::make_shared<PyModule>(
-            make_program_state(source_from_path(path, mmap), data, v, etdump, dbg, kernels, max_planned));
+            make_program_state(source_from_path(path_from_python(path, "path"), mmap), data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("path"), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
       py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default, py::kw_only(),
@@ -355,11 +381,11 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       py::arg("debug_buffer_size") = 0);
   m.def(
       "_load_program",
-      [kernels](const std::string& path, bool etdump, size_t dbg, Verification v, py::object data_path,
+      [kernels](py::object path, bool etdump, size_t dbg, Verification v, py::object data_path,
                 std::optional<bool> mmap, uint64_t max_planned) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>(), mmap);
+        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"), mmap);
         return std::make_shared<PyProgram>(
-            make_program_state(source_from_path(path, mmap), data, v, etdump, dbg, kernels, max_planned));
+            make_program_state(source_from_path(path_from_python(path, "path"), mmap), data, v, etdump, dbg, kernels, max_planned));
       },
       py::arg("path"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
       py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none(), py::kw_only(),
@@ -368,7 +394,7 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
       "_load_program_from_buffer",
       [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path,
                 uint64_t max_planned) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(data_path.cast<std::string>());
+        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"));
         auto src = source_from_bytes(buffer);
         return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, kernels, max_planned));
       },
@@ -388,7 +414,12 @@ inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) 
   m.def(
       "_load_for_executorch_from_bundled_program",
       [kernels](PyBundledModule& b, py::object data_map_buffer, bool etdump, size_t dbg) {
-        auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
+        // As upstream: the external data as bytes-like, or the path of a .ptd file (str or os.PathLike).
+        std::shared_ptr<const DataSource> data;
+        if (py::isinstance<py::str>(data_map_buffer) || py::hasattr(data_map_buffer, "__fspath__"))
+          data = source_from_path(path_from_python(data_map_buffer, "data_map_buffer"));
+        else if (!data_map_buffer.is_none())
+          data = source_from_bytes(data_map_buffer);
         return std::make_shared<PyModule>(make_program_state(b.bundle()->program_source(), data,
                                                              Verification::InternalConsistency, etdump, dbg, kernels));
       },

@@ -27,9 +27,10 @@ class PyMethod {
     st->program = ps;
     st->fresh_device_outputs = module_method;
     check(ps->check_files());
+    if (ps->data_error) raise_logged(*ps->data_error);
     const uint64_t t0 = etdump::now_ticks();
     auto loaded = Method::load(ps->program, name, ps->options());
-    if (!loaded) raise(with_device_hint(*ps, name, loaded.error()));
+    if (!loaded) raise_logged(with_device_hint(*ps, name, loaded.error()));
     st->method = std::move(*loaded);
     if (ps->etdump) {
       const uint64_t t1 = etdump::now_ticks();
@@ -55,7 +56,7 @@ class PyMethod {
     const Device d = dev.value_or(Device{DeviceType::CUDA, 0});
     std::string why = device_runtime().device_problem(d.index);
     if (why.empty()) return f;
-    f.what += cat(" [method '", name, "' runs on ", d.str(), uses_cuda_backend ? cat(" through ", kCudaBackendId) : "",
+    f.what += cat(" [method '", name, "' runs on device ", d.str(), uses_cuda_backend ? cat(" through ", kCudaBackendId) : "",
                   ", and ", why, "]");
     return f;
   }

@@ -83,8 +83,9 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
   ps->max_planned_bytes = max_planned_bytes;
   ps->data_source = data_src;
   if (BundledProgram::is_bundled(src->bytes())) {  // a .bpte: run its embedded program
-    auto bp = check(BundledProgram::load(src));
-    src = bp->program_source();
+    auto bp = BundledProgram::load(src);
+    if (!bp) raise_logged(bp.error());
+    src = (*bp)->program_source();
   }
   ps->source = src;
   ps->kernels = kernels;
@@ -104,16 +105,18 @@ inline std::shared_ptr<ProgramState> make_program_state(std::shared_ptr<const Da
     auto prog = Program::load(src, verification);
     if (!prog) {
       py::gil_scoped_acquire acquire;
-      raise(prog.error());
+      raise_logged(prog.error());
     }
     ps->program = std::move(*prog);
     if (data_src) {
       auto dm = FlatTensorData::load(data_src);
-      if (!dm) {
-        py::gil_scoped_acquire acquire;
-        raise(dm.error());
+      if (dm) {
+        ps->data_map = std::move(*dm);
+      } else {
+        Failure f = dm.error();
+        f.what = cat("the external data (.ptd) cannot be read: ", f.what);
+        ps->data_error = std::move(f);
       }
-      ps->data_map = std::move(*dm);
     }
   }
   return ps;
@@ -133,7 +136,13 @@ inline std::shared_ptr<const DataSource> source_from_path(const std::string& pat
     struct stat st {};
     map = ::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > kReadIntoMemoryBytes;
   }
-  return check(map ? DataSource::from_file(path) : DataSource::read_file(path));
+  auto src = map ? DataSource::from_file(path) : DataSource::read_file(path);
+  if (!src) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) raise_missing_file(path, src.error());
+    raise_logged(src.error());
+  }
+  return std::move(*src);
 }
 inline std::shared_ptr<const DataSource> source_from_bytes(py::handle buffer) {
   // The bytes are copied into storage the program owns, so the caller's object may go away (upstream #10725).

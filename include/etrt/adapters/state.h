@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct ProgramState {
   std::shared_ptr<const DataSource> source;
   std::shared_ptr<const Program> program;
   std::shared_ptr<const FlatTensorData> data_map;
+  // Why the external data (.ptd) could not be read, if it could not: as upstream, a program loads without reading
+  // its data file, and the first method load reports the problem.
+  std::optional<Failure> data_error;
   std::span<const KernelEntry> kernels;
   std::span<const BackendEntry> backends;  // device_runtime().backends(), fixed once a program is loaded
   const DeviceInterface* cuda = nullptr;  // device_runtime().cuda(): null in a build without CUDA

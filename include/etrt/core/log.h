@@ -1,7 +1,7 @@
 // Runtime logging: one process-wide sink (stderr by default) and a minimum level.
 //
 // The Python bindings install a sink that writes to sys.stderr, so logs show in notebooks where fd 2 is not the
-// console. Set ETRT_LOG_LEVEL=debug|info|error (default info) to choose what is emitted.
+// console. Set ETRT_LOG_LEVEL=debug|info|error|off (default info) to choose what is emitted.
 #pragma once
 
 #include <atomic>
@@ -13,7 +13,7 @@
 
 namespace etrt {
 
-enum class LogLevel : int { Debug = 0, Info = 1, Error = 2 };
+enum class LogLevel : int { Debug = 0, Info = 1, Error = 2, Off = 3 };  // Off: only a threshold, never a message's level
 
 using LogSink = void (*)(LogLevel, std::string_view message);
 
@@ -32,6 +32,7 @@ inline LogLevel level_from_env() {
   if (!v) return LogLevel::Info;
   if (std::strcmp(v, "debug") == 0) return LogLevel::Debug;
   if (std::strcmp(v, "error") == 0) return LogLevel::Error;
+  if (std::strcmp(v, "off") == 0) return LogLevel::Off;
   return LogLevel::Info;
 }
 inline std::atomic<int>& log_level_slot() {
@@ -46,7 +47,7 @@ inline bool log_enabled(LogLevel level) { return static_cast<int>(level) >= deta
 
 /// Emits "[etrt] <level>: <message>" through the current sink when `level` is enabled.
 inline void log(LogLevel level, std::string_view message) {
-  if (!log_enabled(level)) return;
+  if (level == LogLevel::Off || !log_enabled(level)) return;
   constexpr std::string_view kNames[] = {"debug", "info", "error"};
   std::string line = "[etrt] ";
   line += kNames[static_cast<int>(level)];
