@@ -46,7 +46,7 @@ fi
 echo "== using $py"
 
 # 3. Python packages for the build (no build isolation) and the tests.
-"$py" -m pip install -q meson meson-python ninja pybind11 numpy pytest "tomli; python_version < '3.11'"
+"$py" -m pip install -q meson meson-python ninja pybind11 numpy pytest mypy "tomli; python_version < '3.11'"
 if [ "$with_torch" = 1 ]; then
   # The CPU build: torch is only ever used through its Python API (outputs via DLPack), never linked.
   "$py" -m pip install -q "torch==2.13.0"

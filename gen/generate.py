@@ -14,7 +14,9 @@ Inputs: gen/ops/*.toml, one [[op]] table per operator:
 
 Outputs:
     --kernels-header: etrt_generated/portable_kernels.h, a header a C++ user includes to get the portable kernel
-                      table (etrt::generated::portable_kernels()).
+                      table (etrt::generated::portable_kernels()). With --only-for MODEL.pte (repeatable) the
+                      table holds only the operators those programs call (a selective build: an embedding TU then
+                      compiles only their kernel families).
     --module-tu:      the pybind11 module source; it instantiates the adapters once with that table.
 Adding an operator is one toml entry plus a kernel template; the generated files are never edited by hand.
 """
@@ -24,7 +26,10 @@ import argparse
 import pathlib
 import re
 import sys
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -237,6 +242,24 @@ PYBIND11_MODULE({module_name}, m) {{
 """
 
 
+def selected(ops: list[dict], ptes: list[str]) -> list[dict]:
+    """The operators the given programs call; a name missing from the table stops the generator, naming it."""
+    sys.path.insert(0, str(HERE))
+    from pte_operators import operator_names
+
+    wanted: set[str] = set()
+    for pte in ptes:
+        try:
+            wanted.update(operator_names(pathlib.Path(pte).read_bytes(), pte))
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"--only-for {pte}: {e}")
+    by_name = {o["name"]: o for o in ops}
+    missing = sorted(wanted - by_name.keys())
+    if missing:
+        raise SystemExit(f"--only-for: operators not in the kernel table: {', '.join(missing)}")
+    return [by_name[n] for n in sorted(wanted)]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--kernels-header")
@@ -245,8 +268,12 @@ def main() -> int:
     p.add_argument("--list", action="store_true", help="print the operator names")
     p.add_argument("--part", nargs=2, metavar=("FAMILY", "OUT"), action="append", default=[],
                    help="write the wrappers of gen/ops/FAMILY.toml to OUT (split builds)")
+    p.add_argument("--only-for", metavar="PTE", action="append", default=[],
+                   help="selective build: the kernel header holds only the operators these .pte files call")
     a = p.parse_args()
     ops = load_ops()
+    if a.only_for:
+        ops = selected(ops, a.only_for)
     if a.list:
         print("\n".join(o["name"] for o in ops))
     if a.kernels_header:

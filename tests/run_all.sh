@@ -47,6 +47,10 @@ echo "-- torch blocked from import"
 ETRT_TEST_BLOCK_TORCH=1 "$py" -m pytest -q -p no:cacheprovider .
 
 if [ "$python_only" = 0 ]; then
+  echo "== stubs: stubtest against the installed runtime, mypy --strict on the README's examples"
+  PYTHON="$py" "$root/tests/packaging/stubtest.sh"
+  echo "== C++ embedding of the installed package (include flags only, selective build, pkg-config, CMake)"
+  (cd "$root/tests/packaging" && "$py" -m pytest -q -p no:cacheprovider -s -rs test_cpp_embedding.py)
   # Beside the exporter from PyPI, both install orders (needs PyPI or a pip cache holding executorch 1.5.1 and
   # torch 2.13.0; ETRT_SKIP_COEXISTENCE=1 skips it on a machine without either).
   if [ "${ETRT_SKIP_COEXISTENCE:-0}" = 1 ]; then

@@ -1,8 +1,8 @@
 """PyDataLoader: a source of program bytes for portable_lib._load_for_executorch_from_data_loader."""
 import os
-from typing import Any, List, Protocol, Union
+from typing import Any, Protocol, Union
 
-__all__: List[str]
+__all__ = ["PyDataLoader"]
 
 class _Reader(Protocol):
     def read(self, offset: int, size: int) -> Any:

@@ -10,6 +10,8 @@ from executorch.extension.pybindings.data_loader import PyDataLoader
 class Verification(enum.Enum):
     Minimal = 0
     InternalConsistency = 1
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
 
 class ExecuTorchResult:
     @property
@@ -159,7 +161,7 @@ def _load_for_executorch_from_buffer(buffer: bytes, data_map_buffer: Optional[by
                                      enable_etdump: bool = False, debug_buffer_size: int = 0,
                                      program_verification: Verification = Verification.InternalConsistency, *,
                                      max_planned_bytes: int = 0) -> ExecuTorchModule: ...
-def _load_for_executorch_from_bundled_program(ptr: BundledModule, data_map_buffer: Optional[bytes] = None,
+def _load_for_executorch_from_bundled_program(ptr: BundledModule, data_map_buffer: Union[bytes, _Path, None] = None,
                                               enable_etdump: bool = False,
                                               debug_buffer_size: int = 0) -> ExecuTorchModule: ...
 def _load_for_executorch_from_data_loader(loader: PyDataLoader, data_path: Optional[_Path] = None,
