@@ -1,11 +1,42 @@
 // DLPack ABI: the system <dlpack/dlpack.h> for DLTensor / DLManagedTensor, plus the DLPack 1.0 versioned struct
-// when the installed header predates it (Debian ships 0.6). Field layout from the DLPack specification.
+// when the installed header predates it (Debian ships 0.6). Without the header (a source install on a machine
+// without libdlpack-dev), or with ETRT_OWN_DLPACK defined, the C structs are declared here from the DLPack
+// specification; the layout checks at the end hold for either.
 #pragma once
-
-#include <dlpack/dlpack.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#if __has_include(<dlpack/dlpack.h>) && !defined(ETRT_OWN_DLPACK)
+#include <dlpack/dlpack.h>
+#else
+extern "C" {
+typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 } DLDeviceType;
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
+}
+#endif
 
 namespace etrt::dl {
 
