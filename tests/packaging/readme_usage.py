@@ -9,6 +9,7 @@ import numpy as np
 
 from executorch.extension.pybindings import portable_lib
 from executorch.extension.pybindings.data_loader import PyDataLoader
+from executorch.runtime import Runtime
 
 FIXTURES = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path("tests/fixtures/exported")
 
@@ -39,6 +40,12 @@ def main() -> None:
         portable_lib._load_for_executorch("missing.pte")
     except FileNotFoundError as e:
         print("missing:", e.filename)
+    runtime_program = Runtime.get().load_program(FIXTURES / "add.pte")
+    forward = runtime_program.load_method("forward")
+    assert forward is not None
+    results = forward.execute([x, x])
+    names: set[str] = Runtime.get().operator_registry.operator_names
+    print(len(results), "aten::add.out" in names)
     portable_lib._set_log_level("error")
     print(len(outputs), len(outs))
 

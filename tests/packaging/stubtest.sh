@@ -13,11 +13,12 @@ trap 'rm -rf "$work"' EXIT
 stubs=$("$py" -c "import sysconfig, os; print(os.path.join(sysconfig.get_paths()['purelib'], 'executorch-stubs'))")
 mkdir -p "$work/executorch/extension/pybindings"
 cp "$stubs"/extension/pybindings/*.pyi "$work/executorch/extension/pybindings/"
+mkdir -p "$work/executorch/runtime" && cp "$stubs"/runtime/__init__.pyi "$work/executorch/runtime/"
 touch "$work/executorch/__init__.pyi" "$work/executorch/extension/__init__.pyi" \
   "$work/executorch/extension/pybindings/__init__.pyi"
 cd "$work"
 MYPYPATH="$work" "$py" -m mypy.stubtest --allowlist "$here/stubtest_allowlist.txt" \
-  executorch.extension.pybindings.portable_lib executorch.extension.pybindings.data_loader
+  executorch.extension.pybindings.portable_lib executorch.extension.pybindings.data_loader executorch.runtime
 MYPYPATH="$work" "$py" -m mypy --strict --no-error-summary --cache-dir "$work/.mypy_cache" "$here/readme_usage.py"
 "$py" "$here/readme_usage.py" "$here/../fixtures/exported" >/dev/null
 echo "stubtest and mypy: ok"
