@@ -1,5 +1,5 @@
-"""The operator names a .pte file's methods call ("aten::add.out", ...), read from its flatbuffer without any
-ExecuTorch package: what a selective kernel table must hold to run the file.
+"""The operator names a .pte file's methods call ("aten::add.out", ...) and the dtypes of its tensors, read from its
+flatbuffer without any ExecuTorch package: what a selective kernel table must hold to run the file.
 
 Program.execution_plan (field 1) -> ExecutionPlan.operators (field 6) -> Operator.name (0) / overload (1), as laid
 out by the program schema (program.fbs). Every offset is bounds-checked; a file that is not a program raises
@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import struct
 
-PROGRAM_EXECUTION_PLAN, PLAN_OPERATORS = 1, 6
+PROGRAM_EXECUTION_PLAN, PLAN_VALUES, PLAN_OPERATORS = 1, 2, 6
 OPERATOR_NAME, OPERATOR_OVERLOAD = 0, 1
+EVALUE_VAL_TYPE, EVALUE_VAL = 0, 1
+KIND_TENSOR = 5  # the KernelTypes union tag of Tensor
+TENSOR_SCALAR_TYPE = 0
 
 
 class _Reader:
@@ -54,12 +57,35 @@ class _Reader:
         return self.data[s + 4:s + 4 + n].decode("utf-8")
 
 
-def operator_names(data: bytes, what: str = "program") -> list[str]:
-    """Sorted operator names ("name.overload", or "name" without an overload) of every method in a .pte."""
+def _root(data: bytes, what: str) -> tuple[_Reader, int]:
     if len(data) < 8 or data[4:6] != b"ET":
         raise ValueError(f"{what}: not an ExecuTorch program (no 'ET' identifier at bytes 4..5)")
     r = _Reader(data, what)
-    root = r.indirect(0)
+    return r, r.indirect(0)
+
+
+def tensor_dtypes(data: bytes, what: str = "program") -> list[int]:
+    """Sorted ScalarType codes of every tensor value in the program's methods (ExecutionPlan.values -> EValue ->
+    Tensor.scalar_type): the dtypes its kernels can be asked for."""
+    r, root = _root(data, what)
+    codes = set()
+    for plan in r.tables(root, PROGRAM_EXECUTION_PLAN):
+        for value in r.tables(plan, PLAN_VALUES):
+            p = r.field(value, EVALUE_VAL_TYPE)
+            if p is None or p >= len(data) or data[p] != KIND_TENSOR:
+                continue
+            v = r.field(value, EVALUE_VAL)
+            if v is None:
+                continue
+            t = r.indirect(v)
+            st = r.field(t, TENSOR_SCALAR_TYPE)
+            codes.add(0 if st is None else int.from_bytes(data[st:st + 1], "little", signed=True))
+    return sorted(codes)
+
+
+def operator_names(data: bytes, what: str = "program") -> list[str]:
+    """Sorted operator names ("name.overload", or "name" without an overload) of every method in a .pte."""
+    r, root = _root(data, what)
     names = set()
     for plan in r.tables(root, PROGRAM_EXECUTION_PLAN):
         for op in r.tables(plan, PLAN_OPERATORS):

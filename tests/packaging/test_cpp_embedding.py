@@ -1,5 +1,5 @@
 """C++ embedding of the installed package, with only include flags: get_include(), the selective kernel table of
-one program, the complete example (examples/cpp/run_model.cpp: load, set inputs, execute, read outputs, errors),
+one program (its operators, for its dtypes), the complete example (examples/cpp/run_model.cpp: load, set inputs, execute, read outputs, errors),
 pkg-config and CMake. Run by tests/run_all.sh (once: it compiles). The compile time is printed, not asserted
 (performance figures live in bench/)."""
 import os
@@ -49,6 +49,10 @@ def test_example_reports_errors(built, tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("open: cannot open") and "missing.pte" in r.stderr
     r = subprocess.run([str(built / "run_add"), str(ADD), "nope"], capture_output=True, text=True)
     assert r.returncode == 1 and r.stderr.startswith("load method:") and "nope" in r.stderr
+    # The table holds add.out for float32 only (add.pte's dtypes): a bfloat16 add is an error naming the dtype.
+    bf16 = ROOT / "tests" / "fixtures" / "exported" / "bf16_add.pte"
+    r = subprocess.run([str(built / "run_add"), str(bf16)], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.startswith("execute:") and "unsupported dtype BFloat16" in r.stderr
     # A program needing an operator the selective table lacks: a load error naming it.
     mlp = ROOT / "tests" / "fixtures" / "exported" / "mlp.pte"
     r = subprocess.run([str(built / "run_add"), str(mlp)], capture_output=True, text=True)

@@ -75,6 +75,7 @@ def test_selective_and_config(tmp_path):
     r = etrt("selective", FIXTURES / "mlp.pte", "-o", tmp_path / "k.h")
     text = (tmp_path / "k.h").read_text()
     assert "std::array<::etrt::KernelEntry, 3>" in text and '"aten::relu.out"' in text
+    assert "::etrt::selective::keep_t<::etrt::real_types, 6>" in text  # float32 only: mlp.pte's one dtype
     bad = tmp_path / "bad.pte"
     bad.write_bytes(b"\0" * 64)
     r = etrt("selective", bad, "-o", tmp_path / "k2.h", check=False)
