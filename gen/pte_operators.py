@@ -16,7 +16,7 @@ KIND_TENSOR = 5  # the KernelTypes union tag of Tensor
 TENSOR_SCALAR_TYPE = 0
 
 
-class _Reader:
+class Reader:
     def __init__(self, data: bytes, what: str) -> None:
         self.data, self.what = data, what
 
@@ -57,10 +57,10 @@ class _Reader:
         return self.data[s + 4:s + 4 + n].decode("utf-8")
 
 
-def _root(data: bytes, what: str) -> tuple[_Reader, int]:
+def _root(data: bytes, what: str) -> tuple[Reader, int]:
     if len(data) < 8 or data[4:6] != b"ET":
         raise ValueError(f"{what}: not an ExecuTorch program (no 'ET' identifier at bytes 4..5)")
-    r = _Reader(data, what)
+    r = Reader(data, what)
     return r, r.indirect(0)
 
 

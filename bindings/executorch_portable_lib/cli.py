@@ -105,7 +105,7 @@ def _as_numpy(x):
     return np.asarray(x)
 
 
-def _describe(x) -> str:
+def describe(x) -> str:
     if isinstance(x, (bool, int, float)) or x is None:
         return f"{type(x).__name__} {x}"
     try:
@@ -125,7 +125,7 @@ def cmd_run(a) -> int:
     inputs = make_inputs(meta, a.inputs)
     outputs = module.run_method(a.method, inputs)
     for i, o in enumerate(outputs):
-        print(f"output {i}: {_describe(o)}")
+        print(f"output {i}: {describe(o)}")
     if a.out:
         np = _np()
         np.savez(a.out, **{f"out{i}": _as_numpy(o) for i, o in enumerate(outputs)})
@@ -137,9 +137,9 @@ def _program_sizes(data: bytes) -> dict:
     """Segment and constant sizes from the program's flatbuffer (program.fbs: Program.constant_buffer = 2,
     .backend_delegate_data = 3, .segments = 4, .constant_segment = 5; DataSegment.size = 1; Buffer.storage = 0;
     BackendDelegateInlineData.data = 0)."""
-    from executorch_portable_lib._gen.pte_operators import _Reader
+    from executorch_portable_lib._gen.pte_operators import Reader
 
-    r = _Reader(data, "program")
+    r = Reader(data, "program")
     root = r.indirect(0)
 
     def vector_len(table, index):
