@@ -12,7 +12,7 @@
 // pass `&etrt::cuda::cuda_device()` as LoadOptions::cuda plus the delegate in LoadOptions::backends.
 #pragma once
 
-#include "etrt/backends/backend.h"
+#include "etrt/backend/backend.h"
 #include "etrt/bundled/bundled_program.h"
 #include "etrt/device/device_interface.h"
 #include "etrt/method/method.h"

@@ -560,7 +560,7 @@ def hook_docstring(pl):
 @scenario("cuda_mixed")
 def etdump_debug_buffer_reads_device_tensors(pl):
     """Intermediate outputs on the device reach the debug buffer through device-to-host copies; a delegate call logs
-    every argument (Note [logged values] in include/etrt/method/method.h)."""
+    every argument (Note [logged values] in include/etrt/method/method_execute.h)."""
     import importlib.util
     import tempfile
     spec = importlib.util.spec_from_file_location("etdump_dump", ROOT / "tools" / "etdump_dump.py")

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "etrt/backends/backend.h"
+#include "etrt/backend/backend.h"
 #include "etrt/backends/cuda/backend_id.h"
 #include "etrt/core/utf8.h"
 #include "etrt/device/device_interface.h"

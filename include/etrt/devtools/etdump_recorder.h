@@ -13,7 +13,7 @@
 // the instruction index. Events are appended when they end. Ticks are nanoseconds of the steady clock.
 //
 // Intermediate outputs (only with a debug buffer; Note [debug events] in etdump.h): after each kernel or delegate
-// instruction, one DebugEvent per value it wrote (Note [logged values] in method.h), with chain 0 and the
+// instruction, one DebugEvent per value it wrote (Note [logged values] in method_execute.h), with chain 0 and the
 // instruction index, just before that instruction's profile events; after a successful execution, one per program
 // output (Value.output = true, chain all ones and instruction 0: upstream's unset values), after Method::execute.
 // Tensor bytes are copied into the debug buffer at 64-byte-aligned offsets (device tensors through the device

@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-#include "etrt/backends/backend.h"
+#include "etrt/backend/backend.h"
 #include "etrt/backends/cuda/backend_id.h"
 #include "etrt/backends/cuda/graph_executor.h"
 #include "etrt/backends/cuda/payload.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <span>
 
-#include "etrt/backends/backend.h"
+#include "etrt/backend/backend.h"
 #include "etrt/backends/xnnpack/executor.h"
 #include "etrt/backends/xnnpack/payload.h"
 
