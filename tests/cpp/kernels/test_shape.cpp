@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 
+#include "etrt/kernels/ops/pad.h"
 #include "etrt/kernels/ops/shape.h"
 #include "kernel_test_util.h"
 

@@ -33,6 +33,7 @@
 #include "etrt/kernels/ops/arithmetic.h"
 #include "etrt/kernels/ops/conv.h"
 #include "etrt/kernels/ops/linalg.h"
+#include "etrt/kernels/ops/pad.h"
 #include "etrt/kernels/ops/pool.h"
 #include "etrt/kernels/ops/reduce.h"
 #include "etrt/kernels/ops/shape.h"

@@ -1,4 +1,4 @@
-// Border padding kernels: reflection_pad{1,2,3}d and replication_pad{1,2,3}d.
+// Padding kernels: constant_pad_nd, reflection_pad{1,2,3}d and replication_pad{1,2,3}d.
 //
 // Note [pad segments]: along one padded axis the source index of output position j is a piecewise-linear function of
 // j with at most three pieces (left border, the copied middle, right border): slope -1 / +1 / -1 for reflection,
@@ -137,6 +137,41 @@ Status replication_pad2d_out(KernelContext& ctx, const Tensor& self, std::span<c
 template <class Dtypes>
 Status replication_pad3d_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> padding, Tensor& out) {
   return pad_detail::pad_nd<Dtypes>(ctx, "replication_pad3d.out", pad_detail::Mode::Replicate, 3, self, padding, out);
+}
+
+template <class Dtypes>
+Status constant_pad_nd_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> pad, const Scalar& value,
+                           Tensor& out) {
+  constexpr std::string_view op = "constant_pad_nd.out";
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  if (pad.size() % 2 != 0 || static_cast<int>(pad.size()) > 2 * self.dim())
+    return fail(Error::InvalidArgument, op, ": padding length ", pad.size(),
+                " must be even and at most twice the rank ", self.dim());
+  Shape s = shape_of(self.sizes());
+  std::array<int64_t, kMaxDims> lo{}, hi{};
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    const int d = self.dim() - 1 - static_cast<int>(i);
+    lo[d] = pad[2 * i];
+    hi[d] = pad[2 * i + 1];
+    s.sizes[d] = self.size(d) + lo[d] + hi[d];
+    if (s.sizes[d] < 0)
+      return fail(Error::InvalidArgument, op, ": padding ", shape_str(pad), " gives a negative size in dim ", d);
+  }
+  ETRT_CHECK_OK(ctx.resize(op, out, s.span()));
+  if (out.numel() == 0) return {};
+  ETRT_CHECK_OK(mv::fill_scalar<Dtypes>(op, out, value));
+  const int64_t es = static_cast<int64_t>(element_size(self.dtype()));
+  mv::View src = mv::view_of(self), dst = mv::view_of(out);
+  for (int d = 0; d < self.dim(); ++d) {
+    const int64_t in0 = std::max<int64_t>(0, -lo[d]), out0 = std::max<int64_t>(0, lo[d]);
+    const int64_t len = std::max<int64_t>(0, std::min(self.size(d) - in0, s.sizes[d] - out0));
+    if (len == 0) return {};
+    src.data += in0 * self.stride(d) * es;
+    dst.data += out0 * out.stride(d) * es;
+    src.sizes[d] = dst.sizes[d] = len;
+  }
+  mv::copy_views(static_cast<size_t>(es), dst, src);
+  return {};
 }
 
 }  // namespace etrt::kernels

@@ -1,8 +1,8 @@
 // Shape and data-movement kernels: *_copy views (incl. diagonal, unfold), cat/stack/split, repeat, repeat_interleave,
-// flip, roll, pad, pixel_shuffle, tril.
+// flip, roll, pixel_shuffle, tril (constant_pad_nd is with the other padding kernels in pad.h).
 //
 // Each kernel validates, resizes the output, then expresses the result as a strided view of the input and copies it
-// with mv::copy_views (Note [strided views]); element types only matter for ops that create values (pad, tril,
+// with mv::copy_views (Note [strided views]); element types only matter for ops that create values (tril,
 // repeat_interleave).
 #pragma once
 
@@ -512,41 +512,6 @@ Status roll_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t>
     }
     mv::copy_views(static_cast<size_t>(es), dst, src);
   }
-  return {};
-}
-
-template <class Dtypes>
-Status constant_pad_nd_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t> pad, const Scalar& value,
-                           Tensor& out) {
-  constexpr std::string_view op = "constant_pad_nd.out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
-  if (pad.size() % 2 != 0 || static_cast<int>(pad.size()) > 2 * self.dim())
-    return fail(Error::InvalidArgument, op, ": padding length ", pad.size(),
-                " must be even and at most twice the rank ", self.dim());
-  Shape s = shape_of(self.sizes());
-  std::array<int64_t, kMaxDims> lo{}, hi{};
-  for (size_t i = 0; i < pad.size() / 2; ++i) {
-    const int d = self.dim() - 1 - static_cast<int>(i);
-    lo[d] = pad[2 * i];
-    hi[d] = pad[2 * i + 1];
-    s.sizes[d] = self.size(d) + lo[d] + hi[d];
-    if (s.sizes[d] < 0)
-      return fail(Error::InvalidArgument, op, ": padding ", shape_str(pad), " gives a negative size in dim ", d);
-  }
-  ETRT_CHECK_OK(ctx.resize(op, out, s.span()));
-  if (out.numel() == 0) return {};
-  ETRT_CHECK_OK(mv::fill_scalar<Dtypes>(op, out, value));
-  const int64_t es = static_cast<int64_t>(element_size(self.dtype()));
-  mv::View src = mv::view_of(self), dst = mv::view_of(out);
-  for (int d = 0; d < self.dim(); ++d) {
-    const int64_t in0 = std::max<int64_t>(0, -lo[d]), out0 = std::max<int64_t>(0, lo[d]);
-    const int64_t len = std::max<int64_t>(0, std::min(self.size(d) - in0, s.sizes[d] - out0));
-    if (len == 0) return {};
-    src.data += in0 * self.stride(d) * es;
-    dst.data += out0 * out.stride(d) * es;
-    src.sizes[d] = dst.sizes[d] = len;
-  }
-  mv::copy_views(static_cast<size_t>(es), dst, src);
   return {};
 }
 
