@@ -5,6 +5,7 @@
 #include <random>
 
 #include "etrt/kernels/ops/pad.h"
+#include "etrt/kernels/ops/rearrange.h"
 #include "etrt/kernels/ops/shape.h"
 #include "kernel_test_util.h"
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 
+#include "etrt/kernels/ops/rearrange.h"
 #include "etrt/kernels/ops/shape.h"
 #include "etrt/kernels/ops/upsample.h"
 #include "kernel_test_util.h"

@@ -35,6 +35,7 @@
 #include "etrt/kernels/ops/linalg.h"
 #include "etrt/kernels/ops/pad.h"
 #include "etrt/kernels/ops/pool.h"
+#include "etrt/kernels/ops/rearrange.h"
 #include "etrt/kernels/ops/reduce.h"
 #include "etrt/kernels/ops/shape.h"
 #include "etrt/kernels/ops/softmax.h"
@@ -42,7 +43,6 @@
 #include "etrt/kernels/ops/upsample.h"
 
 namespace etrt::xnnpack {
-
 
 class Executor {
  public:
@@ -306,7 +306,6 @@ class Executor {
         break;  // per-channel values are constants (parse_value)
     }
   }
-
 
   Result<Tensor> flat(uint32_t id) const {
     return Tensor::make(ScalarType::Float, shapes_[id].sizes(), {}, ptr_[id]);
