@@ -262,6 +262,27 @@ def test_bool_input_with_bytes_other_than_0_or_1_is_refused(portable_lib):
     np.testing.assert_allclose(to_numpy(m.forward([z["in0"], z["in1"], z["in2"]])[0]), z["out0"], rtol=1e-6)
 
 
+def test_plan_that_lets_float_bytes_reach_a_bool_mask_fails_the_call(portable_lib):
+    """A fuzz finding (tests/fuzz/regressions/ubsan-bool-load-logical-not.pte): a plan overlapping a bool tensor with
+    a float one made a kernel load the byte 107 as a C++ bool (undefined behaviour). Here mean_where's mask (written
+    by eq, read by where) is moved onto the float that the second mean writes in between, so `where` would read
+    float bytes as bools; the call fails naming the value and the byte instead."""
+    data = bytearray((FIXTURES / "mean_where.pte").read_bytes())
+    tensors = pte_edit.planned_tensors(data)
+    mask_value, _, mask = next((v, t, a) for v, t, a in tensors if t.scalar(pte_edit.TENSOR_SCALAR_TYPE, "<b") == 11)
+    x = np.full((3, 4), 1.5, np.float32)  # every mean is 1.5: bytes 00 00 c0 3f
+    z = np.load(FIXTURES / "mean_where.npz")
+    m = portable_lib._load_for_executorch_from_buffer(bytes(data))
+    np.testing.assert_allclose(to_numpy(m.forward([z["in0"]])[0]), z["out0"], rtol=1e-6)
+    struct_offset = mask.field_pos(pte_edit.ALLOC_OFFSET_LOW)
+    floats_at = [a.scalar(pte_edit.ALLOC_OFFSET_LOW, "<I") for v, t, a in tensors
+                 if t.scalar(pte_edit.TENSOR_SCALAR_TYPE, "<b") == 6 and v not in (0, mask_value)]
+    data[struct_offset:struct_offset + 4] = int(floats_at[0]).to_bytes(4, "little")
+    m = portable_lib._load_for_executorch_from_buffer(bytes(data))
+    with pytest.raises(RuntimeError, match=rf"where.self_out\): bool value {mask_value} holds the byte 192 at element 2"):
+        m.forward([x])
+
+
 def test_program_with_external_data(portable_lib, tmp_path):
     z = np.load(RELIABILITY / "program_data.npz")
     pte, ptd = RELIABILITY / "program_data.pte", RELIABILITY / "program_data.ptd"

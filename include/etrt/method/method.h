@@ -159,6 +159,7 @@ class Method {
     std::vector<EValue*> args;
     uint32_t a = 0, b = 0;  // move from/to, jump cond/destination, free index, delegate index
     uint64_t mutable_slots = 0;  // kernel argument slots the kernel writes
+    uint64_t bool_read_slots = 0;  // kernel argument slots it only reads that hold bool tensors (Note [bool bytes])
   };
   struct Delegate {
     const BackendInterface* backend = nullptr;
@@ -175,6 +176,7 @@ class Method {
   Status load_delegates(const fb::Table& plan, const fb::Reader& r, const LoadOptions& options);
   Status run_instruction(size_t& pc, const Instruction& ins, KernelContext& ctx);
   Status check_storage(size_t pc, const Instruction& ins) const;
+  Status check_bool_bytes(size_t pc, const Instruction& ins) const;
   /// The device of `v`'s tensor, or of the first listed tensor on a device; nullopt when all are on the host.
   std::optional<Device> device_tensor_in(const EValue& v) const;
   std::string where() const { return cat("method '", meta_.name, "'"); }

@@ -32,9 +32,26 @@ inline Result<std::unique_ptr<Method>> Method::load_unguarded(std::shared_ptr<co
   return Result<std::unique_ptr<Method>>(std::move(m));  // explicit: nvcc does not move implicitly into Result
 }
 
+/// Note [bool bytes]: a bool element is one byte, 0 or 1; loading any other byte as C++ bool is undefined behaviour,
+/// and kernels read bool tensors through bool pointers. So a bool tensor a kernel reads must hold only 0s and 1s:
+/// inputs are checked when bound (set_input), the initial contents a file gives a bool tensor (constants, mutable
+/// buffers, external data) are checked here at load, and the interpreter checks the bool tensors a kernel only reads
+/// before calling it (check_bool_bytes): the one way left for another byte to get there is a memory plan that lets
+/// another tensor's bytes reach a bool tensor before it is written, which no exporter writes.
+inline Status check_bool_contents(const std::string& at, const uint8_t* p, size_t n) {
+  for (size_t k = 0; k < n; ++k)
+    if (p[k] > 1)
+      return fail(Error::InvalidProgram, at, ": bool element ", k, " is the byte ", int(p[k]),
+                  " (a bool is stored as 0 or 1)");
+  return {};
+}
+
 inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi, const LoadOptions& options) {
   const std::string at = cat(where(), " value ", vi);
   const size_t nbytes = t.nbytes();
+  const auto check_bools = [&](const uint8_t* p) -> Status {
+    return t.dtype == ScalarType::Bool ? check_bool_contents(at, p, nbytes) : Status{};
+  };
   // Kernels read constants in place through typed pointers.
   const auto aligned_for = [&](const uint8_t* p) {
     return nbytes == 0 || reinterpret_cast<uintptr_t>(p) % element_size(t.dtype) == 0;
@@ -75,6 +92,7 @@ inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi,
     if (blob->bytes.size() != nbytes)
       return fail(Error::InvalidExternalData, where(), ": external tensor '", t.fqn, "' has ", blob->bytes.size(),
                   " bytes, expected ", nbytes);
+    ETRT_CHECK_OK(check_bools(blob->bytes.data()));
     if (!t.has_allocation) {
       if (!aligned_for(blob->bytes.data()))
         return fail(Error::InvalidExternalData, where(), ": external tensor '", t.fqn, "' is not aligned for ",
@@ -87,6 +105,7 @@ inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi,
   }
   if (t.data_buffer_idx > 0 && !t.has_allocation) {
     ETRT_TRY(const uint8_t* p, program_->constant_data(t.data_buffer_idx, nbytes));
+    ETRT_CHECK_OK(check_bools(p));
     if (!aligned_for(p))
       return fail(Error::InvalidProgram, at, ": constant ", t.data_buffer_idx, " is not aligned for ",
                   numpy_name(t.dtype), " in the file");
@@ -97,6 +116,7 @@ inline Result<void*> Method::resolve_tensor_data(const TensorMeta& t, size_t vi,
     if (!dst) return fail(dst.error().code, at, ": ", dst.error().what);
     if (t.data_buffer_idx > 0) {
       ETRT_TRY(const uint8_t* init, program_->mutable_data(t.data_buffer_idx, nbytes));
+      ETRT_CHECK_OK(check_bools(init));
       ETRT_CHECK_OK(fill(*dst, init));
     }
     return static_cast<void*>(*dst);
@@ -330,6 +350,25 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
               return fail(Error::InvalidProgram, at, ": ", op_names[op], " takes ", op_entries[op]->num_slots,
                           " argument slots (schema arguments + 1 return), the program passes ", args.size());
             set_logged_slots(out, op_entries[op]->mutable_slots);
+            // Note [bool bytes]: the bool tensors this kernel only reads are checked before each call.
+            const auto holds_bool = [](const EValue& v) {
+              if (v.is_tensor()) return v.tensor_unchecked().dtype() == ScalarType::Bool;
+              if (const auto* l = std::get_if<TensorList>(&v.storage()))
+                return std::ranges::any_of(l->items, [](const Tensor* t) { return t->dtype() == ScalarType::Bool; });
+              if (const auto* ol = std::get_if<OptionalTensorList>(&v.storage()))
+                return std::ranges::any_of(ol->items,
+                                           [](const Tensor* t) { return t && t->dtype() == ScalarType::Bool; });
+              return false;
+            };
+            // A slot holding a value the kernel writes (its out argument, or the return slot that aliases it) is
+            // not read: its bytes before the call can be anything the arena held.
+            const auto written = [&](const EValue* v) {
+              for (size_t w = 0; w < args.size() && w < 64; ++w)
+                if (((out.mutable_slots >> w) & 1u) && out.args[w] == v) return true;
+              return false;
+            };
+            for (size_t j = 0; j < args.size() && j < 64; ++j)
+              if (!written(out.args[j]) && holds_bool(*out.args[j])) out.bool_read_slots |= uint64_t{1} << j;
             // A kernel must never write into a constant (it may sit in read-only mapped memory).
             for (size_t j = 0; j < args.size() && j < 64; ++j) {
               if (!((op_entries[op]->mutable_slots >> j) & 1u)) continue;
