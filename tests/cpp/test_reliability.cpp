@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <stdexcept>
 
@@ -35,6 +36,18 @@ TEST_CASE("reliability: float to integer conversion saturates and maps NaN to 0"
   CHECK(convert<int64_t>(1e30) == std::numeric_limits<int64_t>::max());
   CHECK(convert<int32_t>(-1e30f) == std::numeric_limits<int32_t>::min());
   CHECK(convert<int32_t>(-7.9f) == -7);
+}
+
+TEST_CASE("reliability: complex to integer conversion takes the real part with the same rules", "[reliability]") {
+  // A fuzz finding (tests/fuzz/regressions/ubsan-complex-to-uint8-out-of-range.pte): the real part 6.7e36 was
+  // cast to uint8 directly, undefined behaviour.
+  using kernels::convert;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(convert<uint8_t>(std::complex<float>(6.72547e36f, 1.0f)) == 255);
+  CHECK(convert<uint8_t>(std::complex<float>(nan, 0.0f)) == 0);
+  CHECK(convert<int64_t>(std::complex<double>(-1e300, 0.0)) == std::numeric_limits<int64_t>::min());
+  CHECK(convert<int32_t>(std::complex<double>(-7.9, 3.0)) == -7);
+  CHECK(convert<float>(std::complex<double>(2.5, -1.0)) == 2.5f);
 }
 
 TEST_CASE("reliability: integer add, sub and mul wrap instead of overflowing", "[reliability]") {

@@ -66,6 +66,12 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
       copy_strided(dst, std::span<const int64_t>(dst_strides.data(), t.dim()), src.data, src.strides_elems,
                    src.sizes, element_size(t.dtype()));
   };
+  // A FreeCall of an earlier execution may have dropped a planned input's storage; its arena slot is still there.
+  if (meta.has_allocation && t.data() == nullptr && nbytes > 0) {
+    auto slot = memory_.address(meta.memory_id, meta.memory_offset, meta.nbytes());
+    if (!slot) return fail(slot.error().code, where(), ": input ", index, ": ", slot.error().what);
+    t.set_data(*slot);
+  }
   if (!want.is_cpu()) return bind_device_input(index, t, meta, src, same_layout);
   // A bool byte other than 0 or 1 is not a bool: kernels reading it would be undefined behaviour.
   if (t.dtype() == ScalarType::Bool && nbytes > 0 && !bool_bytes_valid(src))

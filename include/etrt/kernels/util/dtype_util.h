@@ -102,7 +102,7 @@ inline C convert(T v) {
     if constexpr (std::is_same_v<C, std::complex<float>> || std::is_same_v<C, std::complex<double>>)
       return C(v);
     else
-      return static_cast<C>(v.real());
+      return convert<C>(v.real());  // the real part, with the float rules below (NaN and range for integers)
   } else if constexpr (std::is_integral_v<C> && std::is_floating_point_v<T>) {
     // Out-of-range and NaN float-to-int conversions are undefined in C++: NaN becomes 0 and anything else
     // saturates to C's range (data can hold any float, the result must not be undefined behaviour).
