@@ -76,8 +76,9 @@ Status view_copy_out(KernelContext& ctx, const Tensor& self, std::span<const int
       infer = i;
     } else if (s.sizes[i] < 0) {
       return fail(Error::InvalidArgument, op, ": invalid size ", s.sizes[i], " in ", shape_str(size));
-    } else {
-      known *= s.sizes[i];
+    } else if (__builtin_mul_overflow(known, s.sizes[i], &known)) {  // no tensor has that many elements
+      return fail(Error::InvalidArgument, op, ": shape ", shape_str(size), " is invalid for input of size ",
+                  self.numel());
     }
   }
   const int64_t n = self.numel();
