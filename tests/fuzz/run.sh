@@ -44,7 +44,8 @@ fi
 # edge coverage. They come first on the link line so that a kernel template also instantiated by the harness's own
 # translation unit (the XNNPACK executor calls kernels directly) resolves to the untraced copy.
 sources=("$out"/gen/etrt_generated/kernels_*.cpp tests/fuzz/fuzz_kernel_table.cpp tests/fuzz/fuzz_runtime.cpp)
-flags_id=$(printf '%s\n' "$CXX" "${flags[@]}" v2 | sha1sum | cut -c1-12)
+kernel_flags=(-fno-sanitize-coverage=trace-cmp)
+flags_id=$(printf '%s\n' "$CXX" "${flags[@]}" "${kernel_flags[@]}" | sha1sum | cut -c1-12)
 if [ "$(cat "$out/obj/.flags" 2>/dev/null)" != "$flags_id" ]; then rm -f "$out"/obj/*.o; echo "$flags_id" > "$out/obj/.flags"; fi
 objs=()
 pids=()
@@ -54,7 +55,7 @@ for src in "${sources[@]}"; do
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find include -newer "$obj" -name '*.h' -print -quit)" ]; then
     echo "fuzz: compiling $(basename "$src")"
     extra=(-fsanitize=fuzzer-no-link)
-    case "$src" in */kernels_*.cpp) extra+=(-fno-sanitize-coverage=trace-cmp) ;; esac
+    case "$src" in */kernels_*.cpp) extra+=("${kernel_flags[@]}") ;; esac
     "$CXX" "${flags[@]}" "${extra[@]}" -c "$src" -o "$obj" &
     pids+=($!)
     if [ "${#pids[@]}" -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi

@@ -73,6 +73,24 @@ enum class InputBinding : uint8_t { Copied, Aliased };
 
 inline constexpr size_t kMaxInstructionsPerExecute = 10'000'000;
 
+/// The index of the first byte of p[0, n) that is not a bool (0 or 1), or n (Note [bool bytes]).
+inline size_t first_non_bool_byte(const uint8_t* p, size_t n) {
+  size_t k = 0;
+  while (k < n && p[k] <= 1) ++k;
+  return k;
+}
+
+/// True when `pred` holds for the tensor `v` holds, or for one tensor of its (optional) tensor list.
+template <class Pred>
+inline bool any_tensor(const EValue& v, Pred&& pred) {
+  if (v.is_tensor()) return pred(v.tensor_unchecked());
+  if (const auto* l = std::get_if<TensorList>(&v.storage()))
+    return std::ranges::any_of(l->items, [&](const Tensor* t) { return pred(*t); });
+  if (const auto* ol = std::get_if<OptionalTensorList>(&v.storage()))
+    return std::ranges::any_of(ol->items, [&](const Tensor* t) { return t && pred(*t); });
+  return false;
+}
+
 class Method {
  public:
   static Result<std::unique_ptr<Method>> load(std::shared_ptr<const Program> program, std::string_view name,

@@ -58,28 +58,22 @@ inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
 
 /// Note [bool bytes]: the bool tensors a kernel only reads hold 0s and 1s, or the call fails naming the value.
 inline Status Method::check_bool_bytes(size_t pc, const Instruction& ins) const {
-  const auto check = [&](const Tensor& t, size_t vi) -> Status {
-    if (t.dtype() != ScalarType::Bool || t.data() == nullptr || !t.device().is_cpu()) return {};
+  Status bad;
+  const auto holds_other_bytes = [&](const Tensor& t, size_t vi) {
+    if (t.dtype() != ScalarType::Bool || t.data() == nullptr || !t.device().is_cpu()) return false;
     const auto* p = static_cast<const uint8_t*>(t.data());  // bytes: reading them as bytes is always defined
-    const int64_t n = t.numel();
-    for (int64_t k = 0; k < n; ++k)
-      if (p[k] > 1)
-        return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name, "): bool value ", vi,
-                    " holds the byte ", int(p[k]), " at element ", k,
-                    " (a bool is 0 or 1; the program's memory plan lets other bytes reach it)");
-    return {};
+    const size_t n = static_cast<size_t>(t.numel());
+    const size_t k = first_non_bool_byte(p, n);
+    if (k == n) return false;
+    bad = fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name, "): bool value ", vi,
+               " holds the byte ", int(p[k]), " at element ", k,
+               " (a bool is 0 or 1; the program's memory plan lets other bytes reach it)");
+    return true;
   };
   for (uint64_t m = ins.bool_read_slots; m != 0; m &= m - 1) {
     const EValue* v = ins.args[static_cast<size_t>(std::countr_zero(m))];
     const size_t vi = static_cast<size_t>(v - values_.data());
-    if (v->is_tensor()) {
-      ETRT_CHECK_OK(check(v->tensor_unchecked(), vi));
-    } else if (const auto* l = std::get_if<TensorList>(&v->storage())) {
-      for (const Tensor* t : l->items) ETRT_CHECK_OK(check(*t, vi));
-    } else if (const auto* ol = std::get_if<OptionalTensorList>(&v->storage())) {
-      for (const Tensor* t : ol->items)
-        if (t) ETRT_CHECK_OK(check(*t, vi));
-    }
+    if (any_tensor(*v, [&](const Tensor& t) { return holds_other_bytes(t, vi); })) return bad;
   }
   return {};
 }

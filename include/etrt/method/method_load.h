@@ -39,10 +39,9 @@ inline Result<std::unique_ptr<Method>> Method::load_unguarded(std::shared_ptr<co
 /// before calling it (check_bool_bytes): the one way left for another byte to get there is a memory plan that lets
 /// another tensor's bytes reach a bool tensor before it is written, which no exporter writes.
 inline Status check_bool_contents(const std::string& at, const uint8_t* p, size_t n) {
-  for (size_t k = 0; k < n; ++k)
-    if (p[k] > 1)
-      return fail(Error::InvalidProgram, at, ": bool element ", k, " is the byte ", int(p[k]),
-                  " (a bool is stored as 0 or 1)");
+  if (const size_t k = first_non_bool_byte(p, n); k < n)
+    return fail(Error::InvalidProgram, at, ": bool element ", k, " is the byte ", int(p[k]),
+                " (a bool is stored as 0 or 1)");
   return {};
 }
 
@@ -352,13 +351,7 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
             set_logged_slots(out, op_entries[op]->mutable_slots);
             // Note [bool bytes]: the bool tensors this kernel only reads are checked before each call.
             const auto holds_bool = [](const EValue& v) {
-              if (v.is_tensor()) return v.tensor_unchecked().dtype() == ScalarType::Bool;
-              if (const auto* l = std::get_if<TensorList>(&v.storage()))
-                return std::ranges::any_of(l->items, [](const Tensor* t) { return t->dtype() == ScalarType::Bool; });
-              if (const auto* ol = std::get_if<OptionalTensorList>(&v.storage()))
-                return std::ranges::any_of(ol->items,
-                                           [](const Tensor* t) { return t && t->dtype() == ScalarType::Bool; });
-              return false;
+              return any_tensor(v, [](const Tensor& t) { return t.dtype() == ScalarType::Bool; });
             };
             // A slot holding a value the kernel writes (its out argument, or the return slot that aliases it) is
             // not read: its bytes before the call can be anything the arena held.
