@@ -136,12 +136,68 @@ def test_result_dlpack_versions(portable_lib):
     assert r.to_host().shape == (2, 3)
 
 
-def test_stub_lists_every_public_name(portable_lib):
-    pyi = (ROOT / "bindings" / "executorch-stubs" / "extension" / "pybindings" / "portable_lib.pyi").read_text()
+def _signature_names(text: str) -> list[str]:
+    """Argument names of a signature's argument list ('*' kept), splitting on top-level commas only."""
+    names, depth, part = [], 0, ""
+    for ch in text + ",":
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            part = part.strip()
+            if part:
+                names.append(part.split(":")[0].split("=")[0].strip())
+            part = ""
+        else:
+            part += ch
+    return [n for n in names if n != "self"]
+
+
+def test_generated_stubs_match_the_runtime(portable_lib, tmp_path):
+    """The stubs and the registrations are both written from gen/surface.toml: every public name of the module is in
+    the stub, and every function's and method's argument names (with '*' where keyword-only ones start) are the ones
+    the module reports at run time."""
+    import ast
+    import re
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, str(ROOT / "gen" / "surface.py"), "--stubs", str(tmp_path)], check=True)
+    tree = ast.parse((tmp_path / "extension" / "pybindings" / "portable_lib.pyi").read_text())
     import executorch.extension.pybindings.portable_lib as pl
-    names = [n for n in dir(pl) if not n.startswith("__") and n not in ("_output_mode",)]
-    missing = [n for n in names if f"def {n}(" not in pyi and f"class {n}" not in pyi]
-    assert missing == [], missing
+
+    stubbed = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    names = [n for n in dir(pl) if not n.startswith("__") and n != "_output_mode"]
+    assert [n for n in names if n not in stubbed] == []
+
+    def stub_names(fn: ast.FunctionDef) -> list[str]:
+        a = fn.args
+        out = [x.arg for x in a.args if x.arg != "self"]
+        return out + (["*"] + [x.arg for x in a.kwonlyargs] if a.kwonlyargs else [])
+
+    def runtime_names(obj, name: str) -> list[str]:
+        m = re.match(rf"{re.escape(name)}\((.*)\) -> ", (obj.__doc__ or "").split("\n")[0])
+        assert m, f"{name}: no signature in its docstring: {obj.__doc__!r}"
+        return _signature_names(m.group(1))
+
+    checked = 0
+    for name, node in stubbed.items():
+        if isinstance(node, ast.FunctionDef):
+            assert runtime_names(getattr(pl, name), name) == stub_names(node), name
+            checked += 1
+            continue
+        cls = getattr(pl, name)
+        for fn in node.body:
+            if not isinstance(fn, ast.FunctionDef) or any(getattr(d, "id", "") == "property" for d in fn.decorator_list):
+                continue
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                continue
+            if fn.name in ("__int__", "__index__"):  # the enum's
+                continue
+            assert runtime_names(getattr(cls, fn.name), fn.name) == stub_names(fn), f"{name}.{fn.name}"
+            checked += 1
+    assert checked > 50
 
 
 def test_logs_reach_sys_stderr(portable_lib, capsys):

@@ -10,7 +10,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cerrno>
-#include <functional>
+#include <span>
 #include <mutex>
 
 #include "etrt/adapters/result.h"
@@ -95,6 +95,24 @@ class MethodLock {
   std::unique_lock<std::mutex> lock_;
 };
 
+/// A tuple of Python ints (shapes, strides).
+inline py::tuple int_tuple(std::span<const int64_t> v) {
+  py::tuple t(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    PyObject* item = PyLong_FromLongLong(v[i]);
+    if (!item) throw py::error_already_set();
+    PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), item);
+  }
+  return t;
+}
+
+/// Whether `obj` is an ExecuTorchResult: a type check against the registered class, looked up once (the class is
+/// registered when the module is imported, before any call can reach here).
+inline bool is_result(py::handle obj) {
+  static PyTypeObject* const type = reinterpret_cast<PyTypeObject*>(py::type::of<ExecuTorchResult>().ptr());
+  return PyObject_TypeCheck(obj.ptr(), type);
+}
+
 /// Wraps a result for Python: an ExecuTorchResult, or a torch.Tensor in torch output mode.
 /// In torch mode the capsule goes straight to torch.from_dlpack (its capsule form skips the protocol
 /// negotiation); a read-only result is copied first, since a torch tensor cannot be read-only.
@@ -106,7 +124,9 @@ inline py::object wrap_result(ExecuTorchResult r) {
   return py::cast(std::move(r));
 }
 
-inline py::object value_to_python(const EValue& v, const std::function<py::object(const Tensor&)>& tensor) {
+/// `tensor(const Tensor&) -> py::object` converts the tensors.
+template <class TensorFn>
+py::object value_to_python(const EValue& v, TensorFn&& tensor) {
   switch (v.tag()) {
     case Tag::None: return py::none();
     case Tag::Int: return py::int_(v.int_unchecked());

@@ -23,7 +23,7 @@
 // pybind11 shares a registered type only between modules built with the same pybind11 internals version, compiler
 // and C++ standard library: build the extension the way the bindings are built.
 //
-// Note [one registration]: the type is registered by _C (define_data_loader, called from define_module) and the
+// Note [one registration]: the type is registered by _C (its surface, gen/surface.toml) and the
 // pure-Python module executorch.extension.pybindings.data_loader re-exports it, so importing either registers it
 // exactly once. (Upstream registers it in a separate extension that _C imports at init; ours has no second binary.)
 #pragma once
@@ -246,28 +246,6 @@ inline std::shared_ptr<PyDataLoader> loader_from_reader(py::handle reader, py::h
       ETRT_CHECK_OK(detail::read_chunk(*held, off, std::min(kReaderChunkBytes, total - off), raw + off, total));
     return DataSource::borrow({raw, total}, std::move(mem));
   });
-}
-
-inline constexpr const char* kDataLoaderDoc =
-    "A source of program bytes for _load_for_executorch_from_data_loader.\n\n"
-    "Made by PyDataLoader.from_path(path), PyDataLoader.from_buffer(data) or PyDataLoader.from_reader(reader, "
-    "size), or by a C++ extension (etrt/adapters/data_loader.h). A loader can serve any number of loads.";
-
-/// Registers the type (Note [one registration]): called by _C only.
-inline void define_data_loader(py::module_& m) {
-  py::class_<PyDataLoader, std::shared_ptr<PyDataLoader>> cls(m, "PyDataLoader", kDataLoaderDoc);
-  cls.def_static("from_path", &loader_from_path, py::arg("path"),
-                 "A loader over a file, mapped read-only now (a missing file raises RuntimeError here).")
-      .def_static("from_buffer", &loader_from_buffer, py::arg("buffer"),
-                  "A loader over a bytes-like object, kept alive by the loader. A read-only buffer (bytes, read-only "
-                  "memoryview) is read in place; a writable one is copied at each load.")
-      .def_static("from_reader", &loader_from_reader, py::arg("reader"), py::arg("size"),
-                  "A loader that calls reader.read(offset, n) at each load to read bytes [0, size) in order, in "
-                  "chunks of at most 16 MiB; each call must return a bytes-like object of exactly n bytes. A read "
-                  "that raises or returns another length fails the load with RuntimeError.")
-      .def("__repr__", &PyDataLoader::repr);
-  // Where users import it from (upstream's module), not the extension that registers it.
-  cls.attr("__module__") = "executorch.extension.pybindings.data_loader";
 }
 
 }  // namespace etrt::python

@@ -36,16 +36,31 @@ struct DLPackHolder {
   }
 };
 
+/// Releases a held buffer view (PyBuffer_Release) with the input.
+struct BufferRelease {
+  void operator()(Py_buffer* b) const {
+    if (b->obj) PyBuffer_Release(b);
+    delete b;
+  }
+};
+
+/// One converted input. Its shape lives inline (Dims), so converting an input allocates nothing for it; tensor()
+/// views it, so take the view after the HostInput has reached its final place.
 struct HostInput {
   bool is_tensor = false;
   EValue scalar;
-  InputTensor tensor;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides_elems;
-  py::object keepalive;                    // the Python object whose memory `tensor` views
-  std::shared_ptr<DLPackHolder> dlpack;    // a consumed capsule
-  std::shared_ptr<Py_buffer> buffer;       // a held buffer view (released with the input)
-  std::string kind;                        // "numpy"/"buffer", "torch", "dlpack", "result" (for messages)
+  const void* data = nullptr;
+  ScalarType dtype = ScalarType::Float;
+  Dims sizes;
+  Dims strides_elems;
+  Device device{};
+  bool writable = false;
+  py::object keepalive;                               // the Python object whose memory the tensor views
+  std::shared_ptr<DLPackHolder> dlpack;               // a consumed capsule
+  std::unique_ptr<Py_buffer, BufferRelease> buffer;   // a held buffer view
+  const char* kind = "";                              // "buffer", "torch", "DLPack", "result" (for messages)
+
+  InputTensor tensor() const { return InputTensor{data, dtype, sizes, strides_elems, device, writable}; }
 };
 
 class InputConverter {
@@ -62,7 +77,7 @@ class InputConverter {
   HostInput convert(py::handle obj, size_t index) const {
     const ValueInfo* expected = index < meta_.inputs.size() ? &meta_.inputs[index] : nullptr;
     HostInput in;
-    if (py::isinstance<ExecuTorchResult>(obj)) {
+    if (is_result(obj)) {
       const auto& r = obj.cast<const ExecuTorchResult&>();
       set_view(in, r.data(), r.dtype(), r.sizes(), r.strides_elems(), r.device(), !r.read_only(), "result", index);
       in.keepalive = py::reinterpret_borrow<py::object>(obj);
@@ -111,19 +126,21 @@ class InputConverter {
   }
 
   void set_view(HostInput& in, const void* data, ScalarType dtype, std::span<const int64_t> sizes,
-                std::span<const int64_t> strides, Device device, bool writable, std::string kind, size_t index) const {
+                std::span<const int64_t> strides, Device device, bool writable, const char* kind, size_t index) const {
     if (sizes.size() > static_cast<size_t>(kMaxDims)) throw error(index, cat("rank ", sizes.size(), " is too large"));
     for (int64_t s : sizes)
       if (s < 0) throw error(index, "negative size");
+    if (!is_dense(sizes, strides))
+      throw error(index, cat("the ", kind, " input ", numpy_name(dtype), shape_str(sizes), " with strides ",
+                             shape_str(strides), " is not dense; pass a contiguous copy (e.g. numpy.ascontiguousarray)"));
     in.is_tensor = true;
-    in.sizes.assign(sizes.begin(), sizes.end());
-    in.strides_elems.assign(strides.begin(), strides.end());
-    if (!is_dense(in.sizes, in.strides_elems))
-      throw error(index, cat("the ", kind, " input ", numpy_name(dtype), shape_str(in.sizes), " with strides ",
-                             shape_str(in.strides_elems),
-                             " is not dense; pass a contiguous copy (e.g. numpy.ascontiguousarray)"));
-    in.tensor = InputTensor{data, dtype, in.sizes, in.strides_elems, device, writable};
-    in.kind = std::move(kind);
+    in.data = data;
+    in.dtype = dtype;
+    in.sizes.assign(sizes);
+    in.strides_elems.assign(strides);
+    in.device = device;
+    in.writable = writable;
+    in.kind = kind;
   }
 
   /// A dense CPU tensor of a known dtype, read with attribute lookups and pointer compares only; anything else
@@ -195,6 +212,8 @@ class InputConverter {
     auto read = [&](const py::object& o, std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
       sizes = py::cast<std::vector<int64_t>>(py::tuple(o.attr("shape")));
       strides = py::cast<std::vector<int64_t>>(o.attr("stride")());
+      if (sizes.size() != strides.size())
+        throw error(index, cat("torch tensor reports ", sizes.size(), " sizes and ", strides.size(), " strides"));
     };
     std::vector<int64_t> sizes, strides;
     read(obj, sizes, strides);
@@ -261,7 +280,8 @@ class InputConverter {
       throw error(index, cat("DLPack tensor is on device type ", dt, "; only CPU and CUDA are supported"));
     }
     if (t->ndim < 0 || t->ndim > kMaxDims) throw error(index, cat("DLPack tensor rank ", t->ndim, " is invalid"));
-    std::vector<int64_t> sizes(t->shape, t->shape + t->ndim), strides(static_cast<size_t>(t->ndim));
+    Dims sizes(std::span<const int64_t>(t->shape, static_cast<size_t>(t->ndim))), strides;
+    strides.resize(static_cast<size_t>(t->ndim));
     if (t->strides) {
       std::copy(t->strides, t->strides + t->ndim, strides.begin());
     } else {
@@ -308,10 +328,7 @@ class InputConverter {
   }
 
   HostInput from_buffer(py::handle obj, size_t index, const ValueInfo* expected) const {
-    auto view = std::shared_ptr<Py_buffer>(new Py_buffer{}, [](Py_buffer* b) {
-      if (b->obj) PyBuffer_Release(b);
-      delete b;
-    });
+    std::unique_ptr<Py_buffer, BufferRelease> view(new Py_buffer{});
     if (PyObject_GetBuffer(obj.ptr(), view.get(), PyBUF_RECORDS_RO) != 0) {
       view->obj = nullptr;
       py::error_already_set why;  // takes (and clears) the exporter's reason
@@ -319,7 +336,7 @@ class InputConverter {
                                                  " (", std::string(py::str(why.type().attr("__name__"))), ": ",
                                                  std::string(py::str(why.value())), ")"));
     }
-    const std::string fmt = view->format ? view->format : "B";
+    const std::string_view fmt = view->format ? view->format : "B";
     auto dtype = parse_buffer_format(fmt, static_cast<size_t>(view->itemsize));
     if (!dtype)
       return from_dlpack_instead(obj, index, cat("unsupported buffer format '", fmt, "' (itemsize ", view->itemsize, ")"));
@@ -327,7 +344,9 @@ class InputConverter {
       throw error(index, cat("buffer of rank ", view->ndim, " is not supported"));
     // Some exporters (ctypes) leave shape or strides null: null shape = one dimension of len / itemsize,
     // null strides = C-contiguous.
-    std::vector<int64_t> sizes(static_cast<size_t>(view->ndim)), strides(static_cast<size_t>(view->ndim));
+    Dims sizes, strides;
+    sizes.resize(static_cast<size_t>(view->ndim));
+    strides.resize(static_cast<size_t>(view->ndim));
     for (int d = 0; d < view->ndim; ++d)
       sizes[d] = view->shape ? view->shape[d] : static_cast<int64_t>(view->len / view->itemsize);
     int64_t contiguous_stride = 1;
@@ -346,9 +365,9 @@ class InputConverter {
         (*dtype == ScalarType::Byte || *dtype == ScalarType::UInt16) && PyBuffer_IsContiguous(view.get(), 'C') &&
         static_cast<size_t>(view->len) == expected->tensor->nbytes()) {
       dtype = ScalarType::BFloat16;
-      sizes = expected->tensor->sizes;
-      strides.assign(sizes.size(), 0);
-      strides_from_dim_order(sizes, expected->tensor->dim_order, strides);
+      sizes.assign(expected->tensor->sizes);
+      strides.resize(sizes.size());
+      strides_from_dim_order(sizes, expected->tensor->dim_order, strides.span());
     }
     HostInput in;
     set_view(in, view->buf, *dtype, sizes, strides, Device{}, !view->readonly, "buffer", index);
@@ -391,19 +410,19 @@ inline ExecuTorchResult result_from_host(py::handle obj, int device_index) {
   if (!in.is_tensor)
     throw py::type_error(cat(kWhere, " takes a CPU tensor (a buffer such as a NumPy array, a DLPack tensor or a torch "
                                      "tensor), got ", std::string(py::str(py::type::handle_of(obj)))));
-  if (!in.tensor.device.is_cpu())
+  if (!in.device.is_cpu())
     throw std::runtime_error(cat(kWhere, " copies host memory, but this ", in.kind, " input is on ",
-                                 in.tensor.device.str(), "; pass it to the method directly"));
+                                 in.device.str(), "; pass it to the method directly"));
   const Device device{DeviceType::CUDA, static_cast<int8_t>(device_index)};
   rt.lock();
   auto strides = canonical_strides(in.sizes, in.strides_elems);
-  ExecuTorchResult like = ExecuTorchResult::view(const_cast<void*>(in.tensor.data), in.tensor.dtype, in.sizes,
+  ExecuTorchResult like = ExecuTorchResult::view(const_cast<void*>(in.data), in.dtype, in.sizes,
                                                  strides, Device{}, nullptr);
   const size_t n = like.nbytes();
   auto storage = Storage::allocate(n, device);
   // Dense with non-negative strides (checked by the converter): the bytes are one block starting at data.
   if (n)
-    if (auto s = rt.cuda()->copy(storage->data(), in.tensor.data, n, CopyKind::HostToDevice, device_index); !s)
+    if (auto s = rt.cuda()->copy(storage->data(), in.data, n, CopyKind::HostToDevice, device_index); !s)
       throw std::runtime_error(sanitize_utf8(cat(kWhere, ": ", s.error().describe())));
   return ExecuTorchResult::owning(like, std::move(storage));
 }

@@ -184,284 +184,176 @@ inline void emulate_cuda(int device_count) {
 #endif  // HOOK: without cuda_backend.h / host_ops.h only the device layer is emulated (no delegate registered)
 }
 
-inline constexpr const char* kEmulateCudaDoc =
-    "_testing_emulate_cuda(device_count=1)\n\n"
-    "Test hook: replaces the CUDA device layer by host memory labelled 'cuda:N' (counting allocations, copies and "
-    "waits) and registers the CUDA delegate with host kernels under 'EtrtCudaBackend', for programs loaded "
-    "afterwards. Call it before any program is loaded in the process (it raises otherwise), in "
-    "EXECUTORCH_PYBINDINGS_TENSOR_OUTPUT=executorch mode. Results are host memory labelled CUDA: never hand them to "
-    "a real CUDA consumer (torch, CuPy). Use it in a separate process: it cannot be undone.";
+// ---- what the surface calls (gen/surface.toml names these) -------------------------------------------------------
 
-inline void define_module(py::module_& m, std::span<const KernelEntry> kernels) {
+/// The kernel table the module was built with (one per process: the module is imported once).
+inline std::span<const KernelEntry>& module_kernels() {
+  static std::span<const KernelEntry> kernels;
+  return kernels;
+}
+
+inline const char* output_mode_name() { return output_config().mode == OutputMode::Torch ? "torch" : "executorch"; }
+
+inline void set_log_level_by_name(const std::string& level) {
+  static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
+      {"debug", LogLevel::Debug}, {"info", LogLevel::Info}, {"error", LogLevel::Error}, {"off", LogLevel::Off}};
+  for (const auto& [name, value] : kLevels)
+    if (level == name) return set_log_level(value);
+  throw py::value_error(cat("log level must be one of debug, info, error, off; got '", level, "'"));
+}
+
+// ExecuTorchResult
+inline py::buffer_info result_buffer(ExecuTorchResult& r) {
+  if (!r.device().is_cpu()) throw py::buffer_error("a CUDA result has no buffer protocol; use DLPack or to_host()");
+  return r.buffer(false);
+}
+inline py::tuple result_shape(const ExecuTorchResult& r) { return int_tuple(r.sizes()); }
+inline py::tuple result_strides(const ExecuTorchResult& r) {
+  Dims bytes(r.strides_elems());
+  for (int64_t& s : bytes) s *= static_cast<int64_t>(element_size(r.dtype()));
+  return int_tuple(bytes);
+}
+inline std::string result_dtype_name(const ExecuTorchResult& r) { return std::string(numpy_name(r.dtype())); }
+inline int result_dtype(const ExecuTorchResult& r) { return static_cast<int>(r.dtype()); }
+inline std::string result_device(const ExecuTorchResult& r) { return r.device().str(); }
+inline py::tuple result_dlpack_device(const ExecuTorchResult& r) {
+  return py::make_tuple(r.device().is_cpu() ? dl::kCPU : dl::kCUDA, r.device().is_cpu() ? 0 : r.device().index);
+}
+inline ExecuTorchResult result_to_host(const ExecuTorchResult& r) { return r.to_host(); }
+inline uintptr_t result_data_ptr(const ExecuTorchResult& r) { return reinterpret_cast<uintptr_t>(r.data()); }
+inline py::object result_numpy(py::object self) { return py::module_::import("numpy").attr("asarray")(self); }
+// NumPy reads a CPU result through the buffer protocol and reaches __array__ only when that fails: without it, a
+// CUDA result would silently become a 0-d object array.
+inline py::object result_array(py::object self, py::object dtype, py::object copy) {
+  const auto& r = self.cast<const ExecuTorchResult&>();
+  if (!r.device().is_cpu())
+    throw py::buffer_error(cat("this ExecuTorchResult is on ", r.device().str(),
+                               "; NumPy reads host memory only: copy it first with to_host() or "
+                               "np.from_dlpack(result, device='cpu')"));
+  py::object arr = py::module_::import("numpy").attr("asarray")(py::memoryview(self), dtype);
+  if (!copy.is_none() && copy.cast<bool>()) arr = arr.attr("copy")();
+  return arr;
+}
+inline std::string result_repr(const ExecuTorchResult& r) {
+  return cat("ExecuTorchResult(shape=", shape_str(r.sizes()), ", dtype=", numpy_name(r.dtype()), ", device='",
+             r.device().str(), "'", r.read_only() ? ", readonly=True" : "", ")");
+}
+
+// ExecuTorchProgram / ExecuTorchModule
+inline void write_etdump_from_python(ProgramState& ps, py::handle path, py::handle debug_buffer_path) {
+  std::optional<std::string> dbg;
+  if (!debug_buffer_path.is_none()) dbg = path_from_python(debug_buffer_path, "debug_buffer_path");
+  write_etdump(ps, path_from_python(path, "path"), std::move(dbg));
+}
+inline void program_write_etdump(PyProgram& p, py::handle path, py::handle debug_buffer_path) {
+  write_etdump_from_python(*p.state(), path, debug_buffer_path);
+}
+inline void module_write_etdump(PyModule& m, py::handle path, py::handle debug_buffer_path) {
+  write_etdump_from_python(*m.state(), path, debug_buffer_path);
+}
+inline py::list module_forward(PyModule& m, py::handle inputs, bool clone) { return m.run_method("forward", inputs, clone); }
+
+// loaders
+inline std::shared_ptr<const DataSource> data_from_path(py::handle data_path, std::optional<bool> mmap = std::nullopt) {
+  return data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"), mmap);
+}
+
+inline std::shared_ptr<PyModule> load_for_executorch(py::handle path, py::handle data_path, bool etdump, size_t dbg,
+                                                     Verification v, std::optional<bool> mmap, uint64_t max_planned) {
+  auto data = data_from_path(data_path, mmap);
+  auto src = source_from_path(path_from_python(path, "path"), mmap);
+  return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned));
+}
+
+inline std::shared_ptr<PyModule> load_for_executorch_from_buffer(py::buffer buffer, py::handle data_map_buffer,
+                                                                 bool etdump, size_t dbg, Verification v,
+                                                                 uint64_t max_planned) {
+  auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
+  auto src = source_from_bytes(buffer);
+  return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned));
+}
+
+inline std::shared_ptr<PyModule> load_for_executorch_from_data_loader(std::shared_ptr<PyDataLoader> loader,
+                                                                      py::handle data_path, bool etdump, size_t dbg) {
+  auto data = data_from_path(data_path);
+  auto src = check(loader->open());
+  // Upstream has no program_verification here; the Module loaders' default applies.
+  auto ps = make_program_state(std::move(src), std::move(data), Verification::InternalConsistency, etdump, dbg,
+                               module_kernels());
+  return std::make_shared<PyModule>(std::move(ps), std::move(loader));
+}
+
+inline std::shared_ptr<PyProgram> load_program(py::handle path, bool etdump, size_t dbg, Verification v,
+                                               py::handle data_path, std::optional<bool> mmap, uint64_t max_planned) {
+  auto data = data_from_path(data_path, mmap);
+  auto src = source_from_path(path_from_python(path, "path"), mmap);
+  return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned));
+}
+
+inline std::shared_ptr<PyProgram> load_program_from_buffer(py::buffer buffer, bool etdump, size_t dbg, Verification v,
+                                                           py::handle data_path, uint64_t max_planned) {
+  auto data = data_from_path(data_path);
+  auto src = source_from_bytes(buffer);
+  return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned));
+}
+
+inline std::shared_ptr<PyBundledModule> load_bundled_program_from_buffer(py::buffer buffer, size_t) {
+  auto src = source_from_bytes(buffer);
+  auto bp = check(BundledProgram::load(src));
+  auto ps = make_program_state(bp->program_source(), nullptr, Verification::InternalConsistency, false, 0,
+                               module_kernels());
+  return std::make_shared<PyBundledModule>(std::move(bp), std::move(ps));
+}
+
+inline std::shared_ptr<PyModule> load_for_executorch_from_bundled_program(PyBundledModule& b,
+                                                                          py::handle data_map_buffer, bool etdump,
+                                                                          size_t dbg) {
+  // As upstream: the external data as bytes-like, or the path of a .ptd file (str or os.PathLike).
+  std::shared_ptr<const DataSource> data;
+  if (py::isinstance<py::str>(data_map_buffer) || py::hasattr(data_map_buffer, "__fspath__"))
+    data = source_from_path(path_from_python(data_map_buffer, "data_map_buffer"));
+  else if (!data_map_buffer.is_none())
+    data = source_from_bytes(data_map_buffer);
+  return std::make_shared<PyModule>(make_program_state(b.bundle()->program_source(), data,
+                                                       Verification::InternalConsistency, etdump, dbg,
+                                                       module_kernels()));
+}
+
+// registries, devices, threads
+inline std::vector<std::string> operator_names() {
+  std::vector<std::string> names;
+  for (const auto& k : module_kernels()) names.emplace_back(k.name);
+  return names;
+}
+inline std::vector<std::string> registered_backend_names() {
+  std::vector<std::string> names;
+  for (const auto& e : device_runtime().backends()) names.emplace_back(e.name);
+  return names;
+}
+inline bool backend_is_available(const std::string& name) {
+  for (const auto& e : device_runtime().backends())
+    if (e.name == name) return e.backend->is_available();
+  return false;
+}
+inline bool cuda_enabled() { return device_runtime().cuda_build(); }
+inline int64_t device_wait_count() { return device_runtime().wait_count(); }
+inline void create_profile_block(const std::string&) {}
+inline py::bytes dump_profile_results() { return py::bytes(""); }
+inline void reset_profile_results() {}
+inline int threadpool_thread_count() { return kernels::thread_count().load(); }
+inline void reset_threadpool(int n) {
+  if (n < 1) throw std::runtime_error(cat("num_threads must be at least 1, got ", n));
+  kernels::thread_count().store(n);
+}
+
+/// What the module does once at import, before etrt::python::define_surface (gen/surface.toml) registers its
+/// classes and functions.
+inline void init_module(py::module_& m, std::span<const KernelEntry> kernels) {
+  module_kernels() = kernels;
   init_output_mode();
   init_device_runtime();
   set_log_sink(&python_log_sink);
   m.doc() = "ExecuTorch portable runtime bindings (header-only runtime, no ATen / libtorch).";
-  m.attr("_output_mode") = output_config().mode == OutputMode::Torch ? "torch" : "executorch";
-  m.attr("ExecuTorchFileNotFoundError") = missing_file_error_type();
-  m.def(
-      "_set_log_level",
-      [](const std::string& level) {
-        static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
-            {"debug", LogLevel::Debug}, {"info", LogLevel::Info}, {"error", LogLevel::Error}, {"off", LogLevel::Off}};
-        for (const auto& [name, value] : kLevels)
-          if (level == name) return set_log_level(value);
-        throw py::value_error(cat("log level must be one of debug, info, error, off; got '", level, "'"));
-      },
-      py::arg("level"),
-      "Sets the least severe runtime log level written to sys.stderr: 'debug', 'info' (the default), 'error' or "
-      "'off'. The environment variable ETRT_LOG_LEVEL sets the initial level.");
-
-  define_data_loader(m);  // Note [one registration] (data_loader.h)
-
-  py::enum_<Verification>(m, "Verification")
-      .value("Minimal", Verification::Minimal)
-      .value("InternalConsistency", Verification::InternalConsistency);
-
-  py::class_<ExecuTorchResult>(m, "ExecuTorchResult", py::buffer_protocol())
-      .def_buffer([](ExecuTorchResult& r) -> py::buffer_info {
-        if (!r.device().is_cpu())
-          throw py::buffer_error("a CUDA result has no buffer protocol; use DLPack or to_host()");
-        return r.buffer(false);
-      })
-      .def_property_readonly("shape", [](const ExecuTorchResult& r) { return py::tuple(py::cast(r.sizes())); })
-      .def_property_readonly("strides", [](const ExecuTorchResult& r) {
-        std::vector<int64_t> b;
-        for (int64_t s : r.strides_elems()) b.push_back(s * static_cast<int64_t>(element_size(r.dtype())));
-        return py::tuple(py::cast(b));
-      })
-      .def_property_readonly("dtype_name", [](const ExecuTorchResult& r) { return std::string(numpy_name(r.dtype())); })
-      .def_property_readonly("dtype", [](const ExecuTorchResult& r) { return static_cast<int>(r.dtype()); })
-      .def_property_readonly("device", [](const ExecuTorchResult& r) { return r.device().str(); })
-      .def_property_readonly("readonly", &ExecuTorchResult::read_only)
-      .def_property_readonly("nbytes", &ExecuTorchResult::nbytes)
-      .def("__dlpack_device__", [](const ExecuTorchResult& r) {
-        return py::make_tuple(r.device().is_cpu() ? dl::kCPU : dl::kCUDA, r.device().is_cpu() ? 0 : r.device().index);
-      })
-      .def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
-           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
-      .def("to_host", [](const ExecuTorchResult& r) { return r.to_host(); },
-           "This result in host memory: itself on the CPU, else a device-to-host copy after one device wait.")
-      .def_static("from_host", &result_from_host, py::arg("buffer"), py::arg("device_index") = 0,
-                  "A copy of a CPU tensor (buffer, DLPack or torch) on CUDA device `device_index`, contiguous in its "
-                  "own dim order. Needs CUDA-enabled bindings.")
-      .def("_data_ptr", [](const ExecuTorchResult& r) { return reinterpret_cast<uintptr_t>(r.data()); })
-      .def("numpy", [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); })
-      // NumPy reads a CPU result through the buffer protocol and reaches __array__ only when that fails: without it,
-      // a CUDA result would silently become a 0-d object array.
-      .def(
-          "__array__",
-          [](py::object self, py::object dtype, py::object copy) -> py::object {
-            const auto& r = self.cast<const ExecuTorchResult&>();
-            if (!r.device().is_cpu())
-              throw py::buffer_error(cat("this ExecuTorchResult is on ", r.device().str(),
-                                         "; NumPy reads host memory only: copy it first with to_host() or "
-                                         "np.from_dlpack(result, device='cpu')"));
-            py::object np = py::module_::import("numpy");
-            py::object arr = np.attr("asarray")(py::memoryview(self), dtype);
-            if (!copy.is_none() && copy.cast<bool>()) arr = arr.attr("copy")();
-            return arr;
-          },
-          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
-      .def("__repr__", [](const ExecuTorchResult& r) {
-        return cat("ExecuTorchResult(shape=", shape_str(r.sizes()), ", dtype=", numpy_name(r.dtype()), ", device='",
-                   r.device().str(), "'", r.read_only() ? ", readonly=True" : "", ")");
-      });
-
-  py::class_<PyTensorInfo>(m, "TensorInfo")
-      .def("sizes", &PyTensorInfo::sizes)
-      .def("dtype", &PyTensorInfo::dtype)
-      .def("is_memory_planned", &PyTensorInfo::is_memory_planned)
-      .def("nbytes", &PyTensorInfo::nbytes)
-      .def("dim_order", &PyTensorInfo::dim_order)
-      .def("device", &PyTensorInfo::device)
-      .def("name", &PyTensorInfo::name)
-      .def("__repr__", &PyTensorInfo::repr);
-
-  py::class_<PyMethodMeta>(m, "MethodMeta")
-      .def("name", [](const PyMethodMeta& mm) { return mm.meta.name; })
-      .def("num_inputs", [](const PyMethodMeta& mm) { return mm.meta.inputs.size(); })
-      .def("num_outputs", [](const PyMethodMeta& mm) { return mm.meta.outputs.size(); })
-      .def("num_attributes", [](const PyMethodMeta& mm) { return mm.meta.attributes.size(); })
-      .def("input_tensor_meta", &PyMethodMeta::input_tensor_meta, py::arg("index"))
-      .def("output_tensor_meta", &PyMethodMeta::output_tensor_meta, py::arg("index"))
-      .def("attribute_tensor_meta", &PyMethodMeta::attribute_tensor_meta, py::arg("index"))
-      .def("input_tag", [](const PyMethodMeta& mm, size_t i) {
-        if (i >= mm.meta.inputs.size()) throw py::index_error(cat("Cannot get input tag at ", i));
-        return std::string(tag_name(mm.meta.inputs[i].tag));
-      }, py::arg("index"))
-      .def("output_tag", [](const PyMethodMeta& mm, size_t i) {
-        if (i >= mm.meta.outputs.size()) throw py::index_error(cat("Cannot get output tag at ", i));
-        return std::string(tag_name(mm.meta.outputs[i].tag));
-      }, py::arg("index"))
-      .def("num_instructions", [](const PyMethodMeta& mm) { return mm.meta.num_instructions; })
-      .def("memory_planned_buffer_sizes", [](const PyMethodMeta& mm) { return mm.meta.planned_buffer_sizes; })
-      .def("backends", [](const PyMethodMeta& mm) { return mm.meta.backends; })
-      .def("__repr__", &PyMethodMeta::repr);
-
-  py::class_<PyMethod, std::shared_ptr<PyMethod>>(m, "ExecuTorchMethod")
-      .def("set_inputs", &PyMethod::set_inputs, py::arg("inputs"))
-      .def("execute", &PyMethod::execute)
-      .def("get_outputs", &PyMethod::get_outputs, py::arg("clone_outputs") = true)
-      .def("call", &PyMethod::call, py::arg("inputs") = py::list(), py::arg("clone_outputs") = true)
-      .def("__call__", &PyMethod::call, py::arg("inputs") = py::list(), py::arg("clone_outputs") = true)
-      .def("get_attribute", &PyMethod::get_attribute, py::arg("name"))
-      .def("method_meta", &PyMethod::method_meta);
-
-  py::class_<PyProgram, std::shared_ptr<PyProgram>>(m, "ExecuTorchProgram")
-      .def("num_methods", &PyProgram::num_methods)
-      .def("get_method_name", &PyProgram::get_method_name, py::arg("method_index"))
-      .def("load_method", &PyProgram::load_method, py::arg("method_name"))
-      .def("method_meta", &PyProgram::method_meta, py::arg("method_name"))
-      .def("has_etdump", &PyProgram::has_etdump)
-      .def("write_etdump_result_to_file",
-           [](PyProgram& p, const std::string& path, py::object dbg) { write_etdump(*p.state(), path, dbg); },
-           py::arg("path"), py::arg("debug_buffer_path") = py::none());
-
-  py::class_<PyModule, std::shared_ptr<PyModule>>(m, "ExecuTorchModule")
-      .def("run_method", &PyModule::run_method, py::arg("method_name"), py::arg("inputs") = py::list(),
-           py::arg("clone_outputs") = true)
-      .def("forward", [](PyModule& mod, py::handle in, bool c) { return mod.run_method("forward", in, c); },
-           py::arg("inputs") = py::list(), py::arg("clone_outputs") = true)
-      .def("__call__", [](PyModule& mod, py::handle in, bool c) { return mod.run_method("forward", in, c); },
-           py::arg("inputs") = py::list(), py::arg("clone_outputs") = true)
-      .def("plan_execute", &PyModule::plan_execute, py::arg("method_name"), py::arg("clone_outputs") = true)
-      .def("method_meta", &PyModule::method_meta, py::arg("method_name"))
-      .def("method_names", &PyModule::method_names)
-      .def("has_etdump", &PyModule::has_etdump)
-      .def("write_etdump_result_to_file",
-           [](PyModule& p, const std::string& path, py::object dbg) { write_etdump(*p.state(), path, dbg); },
-           py::arg("path"), py::arg("debug_buffer_path") = py::none());
-
-  py::class_<PyBundledModule, std::shared_ptr<PyBundledModule>>(m, "BundledModule")
-      .def("verify_result_with_bundled_expected_output", &PyBundledModule::verify, py::arg("method_name"),
-           py::arg("testset_idx"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8)
-      .def(
-          "_test_case_counts",
-          [](const PyBundledModule& b) {
-            py::dict counts;
-            for (const auto& suite : b.bundle()->suites()) counts[to_py_str(suite.method_name)] = suite.cases.size();
-            return counts;
-          },
-          "{method name: number of test cases} of the bundle (an addition; upstream's BundledModule has none).");
-
-  const auto verif_default = Verification::InternalConsistency;
-  m.def(
-      "_load_for_executorch",
-      [kernels](py::object path, py::object data_path, bool etdump, size_t dbg, Verification v,
-                std::optional<bool> mmap, uint64_t max_planned) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"), mmap);
-        return std::make_shared<PyModule>(
-            make_program_state(source_from_path(path_from_python(path, "path"), mmap), data, v, etdump, dbg, kernels, max_planned));
-      },
-      py::arg("path"), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
-      py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default, py::kw_only(),
-      py::arg("mmap") = py::none(), py::arg("max_planned_bytes") = 0);
-  m.def(
-      "_load_for_executorch_from_buffer",
-      [kernels](py::buffer buffer, py::object data_map_buffer, bool etdump, size_t dbg, Verification v,
-                uint64_t max_planned) {
-        auto data = data_map_buffer.is_none() ? nullptr : source_from_bytes(data_map_buffer);
-        auto src = source_from_bytes(buffer);
-        return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, kernels, max_planned));
-      },
-      py::arg("buffer"), py::arg("data_map_buffer") = py::none(), py::arg("enable_etdump") = false,
-      py::arg("debug_buffer_size") = 0, py::arg("program_verification") = verif_default, py::kw_only(),
-      py::arg("max_planned_bytes") = 0);
-  m.def(
-      "_load_for_executorch_from_data_loader",
-      [kernels](std::shared_ptr<PyDataLoader> loader, py::object data_path, bool etdump, size_t dbg) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"));
-        auto src = check(loader->open());
-        // Upstream has no program_verification here; the Module loaders' default applies.
-        auto ps = make_program_state(std::move(src), std::move(data), verif_default, etdump, dbg, kernels);
-        return std::make_shared<PyModule>(std::move(ps), std::move(loader));
-      },
-      py::arg("loader").none(false), py::arg("data_path") = py::none(), py::arg("enable_etdump") = false,
-      py::arg("debug_buffer_size") = 0);
-  m.def(
-      "_load_program",
-      [kernels](py::object path, bool etdump, size_t dbg, Verification v, py::object data_path,
-                std::optional<bool> mmap, uint64_t max_planned) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"), mmap);
-        return std::make_shared<PyProgram>(
-            make_program_state(source_from_path(path_from_python(path, "path"), mmap), data, v, etdump, dbg, kernels, max_planned));
-      },
-      py::arg("path"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
-      py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none(), py::kw_only(),
-      py::arg("mmap") = py::none(), py::arg("max_planned_bytes") = 0);
-  m.def(
-      "_load_program_from_buffer",
-      [kernels](py::buffer buffer, bool etdump, size_t dbg, Verification v, py::object data_path,
-                uint64_t max_planned) {
-        auto data = data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"));
-        auto src = source_from_bytes(buffer);
-        return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, kernels, max_planned));
-      },
-      py::arg("buffer"), py::arg("enable_etdump") = false, py::arg("debug_buffer_size") = 0,
-      py::arg("program_verification") = Verification::Minimal, py::arg("data_path") = py::none(), py::kw_only(),
-      py::arg("max_planned_bytes") = 0);
-  m.def(
-      "_load_bundled_program_from_buffer",
-      [kernels](py::buffer buffer, size_t) {
-        auto src = source_from_bytes(buffer);
-        auto bp = check(BundledProgram::load(src));
-        auto ps = make_program_state(bp->program_source(), nullptr, Verification::InternalConsistency, false, 0,
-                                     kernels);
-        return std::make_shared<PyBundledModule>(std::move(bp), std::move(ps));
-      },
-      py::arg("buffer"), py::arg("non_const_pool_size") = 16 * 1024);
-  m.def(
-      "_load_for_executorch_from_bundled_program",
-      [kernels](PyBundledModule& b, py::object data_map_buffer, bool etdump, size_t dbg) {
-        // As upstream: the external data as bytes-like, or the path of a .ptd file (str or os.PathLike).
-        std::shared_ptr<const DataSource> data;
-        if (py::isinstance<py::str>(data_map_buffer) || py::hasattr(data_map_buffer, "__fspath__"))
-          data = source_from_path(path_from_python(data_map_buffer, "data_map_buffer"));
-        else if (!data_map_buffer.is_none())
-          data = source_from_bytes(data_map_buffer);
-        return std::make_shared<PyModule>(make_program_state(b.bundle()->program_source(), data,
-                                                             Verification::InternalConsistency, etdump, dbg, kernels));
-      },
-      py::arg("ptr"), py::arg("data_map_buffer") = py::none(), py::arg("enable_etdump") = false,
-      py::arg("debug_buffer_size") = 0);
-  m.def("_get_operator_names", [kernels]() {
-    std::vector<std::string> names;
-    for (const auto& k : kernels) names.emplace_back(k.name);
-    return names;
-  });
-  m.def("_get_registered_backend_names", []() {
-    std::vector<std::string> names;
-    for (const auto& e : device_runtime().backends()) names.emplace_back(e.name);
-    return names;
-  });
-  m.def(
-      "_is_available",
-      [](const std::string& name) {
-        for (const auto& e : device_runtime().backends())
-          if (e.name == name) return e.backend->is_available();
-        return false;
-      },
-      py::arg("backend_name"));
-  m.def("_cuda_enabled", []() { return device_runtime().cuda_build(); },
-        "True when these bindings were built with CUDA support.");
-  m.def("_device_wait_count", []() { return device_runtime().wait_count(); },
-        "How many device waits these bindings have made (emulated ones included); for tests.");
-  m.def("_testing_emulate_cuda", &emulate_cuda, py::arg("device_count") = 1, kEmulateCudaDoc);
-  m.def("_testing_emulated_counters", &emulated_counters,
-        "The emulated device's counters: allocations, live_allocations, waits (its own, including the delegate's), "
-        "host_to_device, device_to_host, device_to_device, device_count, delegate (host-kernel delegate registered).");
-  m.def("_create_profile_block", [](const std::string&) {}, py::arg("name"));
-  m.def("_dump_profile_results", []() { return py::bytes(""); });
-  m.def("_reset_profile_results", []() {});
-  m.def("_threadpool_get_thread_count", []() { return kernels::thread_count().load(); });
-  m.def(
-      "_unsafe_reset_threadpool",
-      [](int n) {
-        if (n < 1) throw std::runtime_error(cat("num_threads must be at least 1, got ", n));
-        kernels::thread_count().store(n);
-      },
-      py::arg("num_threads"));
 }
 
 }  // namespace etrt::python

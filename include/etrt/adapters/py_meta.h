@@ -39,6 +39,21 @@ struct PyMethodMeta {
     if (i >= v.size() || !v[i].tensor) throw py::index_error(cat("Cannot get ", what, " tensor meta at ", i));
     return PyTensorInfo{*v[i].tensor, ka};
   }
+  const std::string& name() const { return meta.name; }
+  size_t num_inputs() const { return meta.inputs.size(); }
+  size_t num_outputs() const { return meta.outputs.size(); }
+  size_t num_attributes() const { return meta.attributes.size(); }
+  size_t num_instructions() const { return meta.num_instructions; }
+  const std::vector<int64_t>& memory_planned_buffer_sizes() const { return meta.planned_buffer_sizes; }
+  const std::vector<std::string>& backends() const { return meta.backends; }
+  std::string input_tag(size_t i) const {
+    if (i >= meta.inputs.size()) throw py::index_error(cat("Cannot get input tag at ", i));
+    return std::string(tag_name(meta.inputs[i].tag));
+  }
+  std::string output_tag(size_t i) const {
+    if (i >= meta.outputs.size()) throw py::index_error(cat("Cannot get output tag at ", i));
+    return std::string(tag_name(meta.outputs[i].tag));
+  }
   PyTensorInfo input_tensor_meta(size_t i) const { return info(meta.inputs, i, "input", keepalive); }
   PyTensorInfo output_tensor_meta(size_t i) const { return info(meta.outputs, i, "output", keepalive); }
   PyTensorInfo attribute_tensor_meta(size_t i) const {

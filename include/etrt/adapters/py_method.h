@@ -72,7 +72,7 @@ class PyMethod {
       return out;
     }
     const bool tensor_like = PyObject_CheckBuffer(inputs.ptr()) || PyCapsule_CheckExact(inputs.ptr()) ||
-                             py::hasattr(inputs, "__dlpack__") || py::isinstance<ExecuTorchResult>(inputs) ||
+                             py::hasattr(inputs, "__dlpack__") || is_result(inputs) ||
                              InputConverter::is_torch_tensor(inputs);
     if (tensor_like) {
       out.push_back(py::reinterpret_borrow<py::object>(inputs));
@@ -95,17 +95,22 @@ class PyMethod {
       throw std::runtime_error(cat("method '", m.name(), "' expects ", m.num_inputs(), " input",
                                    m.num_inputs() == 1 ? "" : "s", ", got ", inputs.size()));
     InputConverter conv(m.name(), m.meta());
-    std::vector<HostInput> held;
+    std::vector<HostInput>& held = next_inputs_;  // reused across calls: its capacity stays
+    // Empty again on every way out: what a failed call converted is released now, not at the next call.
+    struct ClearOnExit {
+      std::vector<HostInput>& v;
+      ~ClearOnExit() { v.clear(); }
+    } clear_on_exit{held};
     held.reserve(inputs.size());
     DeviceSet before;
     bool any_device = false;
     for (size_t i = 0; i < inputs.size(); ++i) {
       HostInput in = conv.convert(inputs[i], i);
       // A device the method does not expect there: the core says which, before any wait (nothing is bound yet).
-      if (in.is_tensor && in.tensor.device != m.expected_device(i)) check(m.set_input(i, in.tensor));
-      if (in.is_tensor && !in.tensor.device.is_cpu()) {
+      if (in.is_tensor && in.device != m.expected_device(i)) check(m.set_input(i, in.tensor()));
+      if (in.is_tensor && !in.device.is_cpu()) {
         any_device = true;
-        if (checked_numel(in.sizes) > 0) before.add(in.tensor.device);
+        if (checked_numel(in.sizes) > 0) before.add(in.device);
       }
       held.push_back(std::move(in));
     }
@@ -117,7 +122,7 @@ class PyMethod {
     for (size_t i = 0; i < held.size(); ++i) {
       std::optional<Failure> refused;
       if (held[i].is_tensor) {
-        if (auto b = m.set_input(i, held[i].tensor); !b) refused = b.error();
+        if (auto b = m.set_input(i, held[i].tensor()); !b) refused = b.error();
       } else if (auto st = m.set_input(i, held[i].scalar); !st) {
         refused = st.error();
       }
@@ -129,7 +134,7 @@ class PyMethod {
         raise(*refused);
       }
     }
-    inputs_ = std::move(held);  // the previous inputs are released only now
+    std::swap(inputs_, held);  // the previous inputs are released only now (clear_on_exit)
     state_->outputs_visible = false;
     cloned_.clear();
   }
@@ -287,7 +292,8 @@ class PyMethod {
   }
 
   std::shared_ptr<MethodState> state_;
-  std::vector<HostInput> inputs_;   // keeps aliased inputs alive until the next set_inputs
+  std::vector<HostInput> inputs_;       // keeps aliased inputs alive until the next set_inputs
+  std::vector<HostInput> next_inputs_;  // set_inputs_locked's scratch (empty between calls)
   std::vector<py::object> cloned_;  // clone_outputs=True results of the current execution
 };
 

@@ -25,24 +25,15 @@ inline std::FILE* open_for_write(const std::string& path) {
 }
 
 /// Writes the ETDump recorded since the previous write (upstream semantics: each write holds the newer runs) and,
-/// given `debug_buffer_path` (str or os.PathLike) and a debug buffer, the whole debug buffer: all debug_buffer_size
-/// bytes, as upstream writes it, so the offsets in the .etdp index the file. The buffer is then reused from offset
-/// 0 (Note [debug buffer overflow]). Without a debug buffer, `debug_buffer_path` is ignored with a log line.
-inline void write_etdump(ProgramState& ps, const std::string& path, py::object debug_buffer_path) {
+/// given `dbg_path` and a debug buffer, the whole debug buffer: all debug_buffer_size bytes, as upstream writes it,
+/// so the offsets in the .etdp index the file. The buffer is then reused from offset 0 (Note [debug buffer
+/// overflow]). Without a debug buffer, `dbg_path` is ignored with a log line.
+inline void write_etdump(ProgramState& ps, const std::string& path, std::optional<std::string> dbg_path) {
   if (!ps.etdump) throw std::runtime_error("No etdump found");
-  std::optional<std::string> dbg_path;
-  if (!debug_buffer_path.is_none()) {
-    py::object p = debug_buffer_path;
-    if (!py::isinstance<py::str>(p) && py::hasattr(p, "__fspath__")) p = py::module_::import("os").attr("fspath")(p);
-    if (!py::isinstance<py::str>(p))
-      throw py::type_error(cat("debug_buffer_path must be a str or os.PathLike of str, got ",
-                               std::string(py::str(py::type::handle_of(debug_buffer_path)))));
-    dbg_path = p.cast<std::string>();
-    if (ps.etdump->debug_buffer_size() == 0) {
-      log(LogLevel::Info, cat("debug_buffer_path '", *dbg_path, "' is not written: this program was loaded without a "
-                              "debug buffer (pass debug_buffer_size > 0 with enable_etdump=True)"));
-      dbg_path.reset();
-    }
+  if (dbg_path && ps.etdump->debug_buffer_size() == 0) {
+    log(LogLevel::Info, cat("debug_buffer_path '", *dbg_path, "' is not written: this program was loaded without a "
+                            "debug buffer (pass debug_buffer_size > 0 with enable_etdump=True)"));
+    dbg_path.reset();
   }
   std::FILE* f = open_for_write(path);
   std::FILE* d = nullptr;
@@ -219,6 +210,12 @@ class PyBundledModule {
   }
   const std::shared_ptr<const BundledProgram>& bundle() const { return bundle_; }
   PyModule& module() { return module_; }
+  /// {method name: number of test cases}.
+  py::dict test_case_counts() const {
+    py::dict counts;
+    for (const auto& suite : bundle_->suites()) counts[to_py_str(suite.method_name)] = suite.cases.size();
+    return counts;
+  }
 
  private:
   std::shared_ptr<const BundledProgram> bundle_;

@@ -10,6 +10,7 @@
 
 #include "etrt/adapters/device_runtime.h"
 #include "etrt/adapters/dtype_codes.h"
+#include "etrt/core/dims.h"
 #include "etrt/core/tensor.h"
 #include "etrt/core/tensor_copy.h"
 #include "etrt/core/utf8.h"
@@ -76,10 +77,13 @@ class ExecuTorchResult {
   ExecuTorchResult() = default;
   /// A view of `t`'s memory, kept valid by `owner`.
   ExecuTorchResult(const Tensor& t, std::shared_ptr<const void> owner, bool read_only)
-      : data_(t.data()), dtype_(t.dtype()), device_(t.device()), owner_(std::move(owner)), read_only_(read_only) {
-    sizes_.assign(t.sizes().begin(), t.sizes().end());
-    strides_.assign(t.strides().begin(), t.strides().end());
-  }
+      : data_(t.data()),
+        dtype_(t.dtype()),
+        device_(t.device()),
+        sizes_(t.sizes()),
+        strides_(t.strides()),
+        owner_(std::move(owner)),
+        read_only_(read_only) {}
 
   /// A copy of `t` on its own device into new storage, same shape, strides and dim order. A CUDA copy costs an
   /// allocation, a device-to-device copy and one wait (Note [device waits]).
@@ -92,8 +96,8 @@ class ExecuTorchResult {
   ScalarType dtype() const { return dtype_; }
   Device device() const { return device_; }
   bool read_only() const { return read_only_; }
-  const std::vector<int64_t>& sizes() const { return sizes_; }
-  const std::vector<int64_t>& strides_elems() const { return strides_; }
+  std::span<const int64_t> sizes() const { return sizes_; }
+  std::span<const int64_t> strides_elems() const { return strides_; }
   int64_t numel() const { return checked_numel(sizes_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype_); }
   const std::shared_ptr<const void>& owner() const { return owner_; }
@@ -127,14 +131,15 @@ class ExecuTorchResult {
     return r;
   }
   /// A CPU or CUDA view of `data` with the given layout (ExecuTorchResult.from_host).
-  static ExecuTorchResult view(void* data, ScalarType dtype, std::vector<int64_t> sizes,
-                               std::vector<int64_t> strides_elems, Device device, std::shared_ptr<const void> owner) {
+  /// The caller checked the rank (at most kMaxDims).
+  static ExecuTorchResult view(void* data, ScalarType dtype, std::span<const int64_t> sizes,
+                               std::span<const int64_t> strides_elems, Device device, std::shared_ptr<const void> owner) {
     ExecuTorchResult r;
     r.data_ = data;
     r.dtype_ = dtype;
     r.device_ = device;
-    r.sizes_ = std::move(sizes);
-    r.strides_ = std::move(strides_elems);
+    r.sizes_.assign(sizes);
+    r.strides_.assign(strides_elems);
     r.owner_ = std::move(owner);
     return r;
   }
@@ -176,8 +181,8 @@ class ExecuTorchResult {
   void* data_ = nullptr;
   ScalarType dtype_ = ScalarType::Float;
   Device device_{};
-  std::vector<int64_t> sizes_;
-  std::vector<int64_t> strides_;
+  Dims sizes_;
+  Dims strides_;
   std::shared_ptr<const void> owner_;
   bool read_only_ = false;
 };
@@ -185,36 +190,36 @@ class ExecuTorchResult {
 // ---- DLPack export ----------------------------------------------------------------------------------------------
 
 namespace detail {
-struct DLContext {
+/// One exported tensor: the DLPack struct and what it points to, in one allocation (manager_ctx points here).
+template <class Managed>
+struct DLExport {
+  Managed managed{};
   std::shared_ptr<const void> owner;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
+  Dims shape;
+  Dims strides;
 };
 
 template <class Managed>
-inline void fill_dl(Managed* m, DLContext* ctx, const ExecuTorchResult& r) {
-  ctx->owner = r.owner();
-  ctx->shape = r.sizes();
-  ctx->strides = r.strides_elems();
-  m->manager_ctx = ctx;
+inline void fill_dl(DLExport<Managed>* e, const ExecuTorchResult& r) {
+  e->owner = r.owner();
+  e->shape.assign(r.sizes());
+  e->strides.assign(r.strides_elems());
+  Managed* m = &e->managed;
+  m->manager_ctx = e;
   DLTensor& t = m->dl_tensor;
   t.data = r.data();
   t.device = DLDevice{r.device().is_cpu() ? static_cast<DLDeviceType>(dl::kCPU) : static_cast<DLDeviceType>(dl::kCUDA),
                       r.device().is_cpu() ? 0 : r.device().index};
-  t.ndim = static_cast<int32_t>(ctx->shape.size());
+  t.ndim = static_cast<int32_t>(e->shape.size());
   t.dtype = *to_dlpack_dtype(r.dtype());
-  t.shape = ctx->shape.data();
-  t.strides = ctx->strides.data();
+  t.shape = e->shape.data();
+  t.strides = e->strides.data();
   t.byte_offset = 0;
 }
 
-inline void delete_legacy(DLManagedTensor* m) {
-  delete static_cast<DLContext*>(m->manager_ctx);
-  delete m;
-}
+inline void delete_legacy(DLManagedTensor* m) { delete static_cast<DLExport<DLManagedTensor>*>(m->manager_ctx); }
 inline void delete_versioned(dl::ManagedVersioned* m) {
-  delete static_cast<DLContext*>(m->manager_ctx);
-  delete m;
+  delete static_cast<DLExport<dl::ManagedVersioned>*>(m->manager_ctx);
 }
 // A capsule not consumed by anyone still owns its tensor; a consumer renames it to "used_*".
 inline void legacy_capsule_destructor(PyObject* cap) {
@@ -235,13 +240,13 @@ inline void versioned_capsule_destructor(PyObject* cap) {
 inline py::capsule to_dlpack_capsule(const ExecuTorchResult& r, bool versioned, uint64_t flags) {
   if (!to_dlpack_dtype(r.dtype()))
     throw std::runtime_error("dtype " + std::string(numpy_name(r.dtype())) + " has no DLPack code");
-  auto* ctx = new detail::DLContext();
   if (versioned) {
-    auto* m = new dl::ManagedVersioned{};
+    auto* e = new detail::DLExport<dl::ManagedVersioned>();
+    dl::ManagedVersioned* m = &e->managed;
     m->version = {dl::kMajor, dl::kMinor};
     m->deleter = &detail::delete_versioned;
     m->flags = flags;
-    detail::fill_dl(m, ctx, r);
+    detail::fill_dl(e, r);
     PyObject* cap = PyCapsule_New(m, "dltensor_versioned", &detail::versioned_capsule_destructor);
     if (!cap) {
       detail::delete_versioned(m);
@@ -249,9 +254,10 @@ inline py::capsule to_dlpack_capsule(const ExecuTorchResult& r, bool versioned, 
     }
     return py::reinterpret_steal<py::capsule>(cap);
   }
-  auto* m = new DLManagedTensor{};
+  auto* e = new detail::DLExport<DLManagedTensor>();
+  DLManagedTensor* m = &e->managed;
   m->deleter = &detail::delete_legacy;
-  detail::fill_dl(m, ctx, r);
+  detail::fill_dl(e, r);
   PyObject* cap = PyCapsule_New(m, "dltensor", &detail::legacy_capsule_destructor);
   if (!cap) {
     detail::delete_legacy(m);

@@ -197,12 +197,14 @@ class Method {
   Status check_bool_bytes(size_t pc, const Instruction& ins) const;
   /// The device of `v`'s tensor, or of the first listed tensor on a device; nullopt when all are on the host.
   std::optional<Device> device_tensor_in(const EValue& v) const;
-  std::string where() const { return cat("method '", meta_.name, "'"); }
+  /// "method 'NAME'", the context of this method's failures (made once at load: execute() passes it on every call).
+  const std::string& where() const { return where_; }
 
   // Declared in dependency order: the program outlives the memory, which outlives the values that point into it.
   std::shared_ptr<const Program> program_;
   const DeviceInterface* device_api_ = nullptr;
   MethodMeta meta_;
+  std::string where_;  // where()
   PlannedMemory memory_;
   std::vector<ArenaPtr> input_staging_;  // per input: storage for converted/copied unplanned inputs
   std::vector<size_t> input_staging_size_;

@@ -17,6 +17,7 @@ inline Result<std::unique_ptr<Method>> Method::load_unguarded(std::shared_ptr<co
   const fb::Table plan = r.table_at(ref->table_pos, "ExecutionPlan");
   if (!r.ok()) return r.take_failure();
   ETRT_TRY(m->meta_, read_method_meta(plan, r));
+  m->where_ = cat("method '", m->meta_.name, "'");
   m->device_api_ = options.cuda;
   {
     ETRT_TRY(const std::vector<uint64_t> extents, planned_extents(plan, r, m->meta_, m->where()));
