@@ -6,7 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>  // shape and stride lists as std::vector
 
-#include <deque>
+#include <algorithm>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,17 +158,32 @@ class InputConverter {
     py::object dtype_obj = attr(torch.dtype);
     const auto dtype = dtype_obj ? torch.scalar_type(dtype_obj.ptr()) : std::nullopt;
     py::object shape = attr(torch.shape);
-    auto stride = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(o, torch.stride));
-    if (!dtype || !shape || !stride || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(stride.ptr()) ||
-        PyTuple_GET_SIZE(shape.ptr()) != PyTuple_GET_SIZE(stride.ptr()) || PyTuple_GET_SIZE(shape.ptr()) > kMaxDims) {
+    if (!dtype || !shape || !PyTuple_Check(shape.ptr()) || PyTuple_GET_SIZE(shape.ptr()) > kMaxDims) {
       PyErr_Clear();
       return std::nullopt;
     }
     const Py_ssize_t rank = PyTuple_GET_SIZE(shape.ptr());
     std::array<int64_t, kMaxDims> sizes{}, strides{};
-    for (Py_ssize_t d = 0; d < rank; ++d) {
-      sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), d));
-      strides[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride.ptr(), d));
+    for (Py_ssize_t d = 0; d < rank; ++d) sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), d));
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    // A contiguous tensor (what users almost always pass) has the row-major strides of its sizes: is_contiguous()
+    // is cheaper than stride(), which builds a tuple. Any other tensor reports its strides.
+    auto contiguous = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(o, torch.is_contiguous));
+    if (contiguous.ptr() == Py_True) {
+      for (int64_t d = rank, step = 1; d-- > 0;) {
+        strides[d] = step;
+        if (__builtin_mul_overflow(step, std::max<int64_t>(sizes[d], 1), &step)) return std::nullopt;
+      }
+    } else {
+      auto stride = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(o, torch.stride));
+      if (!stride || !PyTuple_Check(stride.ptr()) || PyTuple_GET_SIZE(stride.ptr()) != rank) {
+        PyErr_Clear();
+        return std::nullopt;
+      }
+      for (Py_ssize_t d = 0; d < rank; ++d) strides[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride.ptr(), d));
     }
     if (PyErr_Occurred()) {
       PyErr_Clear();
@@ -379,7 +395,7 @@ class InputConverter {
   std::string method_;
   std::string context_;  // replaces "method 'm': input i" in messages when set
   const MethodMeta& meta_;
-  mutable std::deque<std::string> strings_;    // storage for String inputs during the call
+  mutable std::list<std::string> strings_;  // storage for String inputs during the call (stable, empty = no allocation)
 };
 
 /// The strides (in elements) that make a dense tensor contiguous in its own dim order: dims sorted by decreasing

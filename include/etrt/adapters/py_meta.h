@@ -65,7 +65,9 @@ struct PyMethodMeta {
       std::string s = "[";
       for (size_t i = 0; i < v.size(); ++i) {
         if (i) s += ", ";
-        s += "'" + (v[i].tensor ? PyTensorInfo{*v[i].tensor, nullptr}.repr() : std::string(tag_name(v[i].tag))) + "'";
+        s += '\'';
+        s += v[i].tensor ? PyTensorInfo{*v[i].tensor, nullptr}.repr() : std::string(tag_name(v[i].tag));
+        s += '\'';
       }
       return s + "]";
     };

@@ -68,6 +68,7 @@ class PyMethod {
   static std::vector<py::object> as_input_list(py::handle inputs) {
     std::vector<py::object> out;
     if (PyList_Check(inputs.ptr()) || PyTuple_Check(inputs.ptr())) {
+      out.reserve(static_cast<size_t>(Py_SIZE(inputs.ptr())));
       for (py::handle h : inputs) out.push_back(py::reinterpret_borrow<py::object>(h));
       return out;
     }
@@ -191,7 +192,9 @@ class PyMethod {
       for (auto& o : cloned_) out.append(o);
       return out;
     }
-    std::vector<py::object> objs;
+    // clone: the results go to cloned_ as they are made (its capacity is reused), and it is left empty unless
+    // every output converted.
+    cloned_.clear();
     for (size_t i = 0; i < m.num_outputs(); ++i) {
       const bool constant = m.output_is_constant(i);
       const auto storage = i < s.output_storage.size() ? s.output_storage[i] : nullptr;
@@ -208,10 +211,16 @@ class PyMethod {
           owner = std::make_shared<std::pair<std::shared_ptr<MethodState>, std::shared_ptr<Storage>>>(state_, storage);
         return wrap_result(ExecuTorchResult(t, std::move(owner), constant));
       };
-      objs.push_back(value_to_python(m.output(i), tensor));
+      py::object o;
+      try {
+        o = value_to_python(m.output(i), tensor);
+      } catch (...) {
+        cloned_.clear();
+        throw;
+      }
+      out.append(o);
+      if (clone) cloned_.push_back(std::move(o));
     }
-    for (auto& o : objs) out.append(o);
-    if (clone) cloned_ = std::move(objs);
     return out;
   }
 

@@ -1,5 +1,5 @@
 // What the torch-input path needs to know about torch, looked up once: the torch.Tensor type and the torch.dtype
-// objects by identity. A torch input then costs a type check, pointer compares and four attribute reads, with no
+// objects by identity. A torch input then costs a type check, pointer compares and five attribute reads, with no
 // string conversion (torch is never linked: everything goes through its public Python attributes).
 #pragma once
 
@@ -23,6 +23,7 @@ struct TorchTypes {
   PyObject* dtype = nullptr;
   PyObject* shape = nullptr;
   PyObject* stride = nullptr;
+  PyObject* is_contiguous = nullptr;
   PyObject* data_ptr = nullptr;
 
   std::optional<ScalarType> scalar_type(PyObject* torch_dtype) const {
@@ -70,6 +71,7 @@ inline const TorchTypes* torch_types() {
   cache.dtype = PyUnicode_InternFromString("dtype");
   cache.shape = PyUnicode_InternFromString("shape");
   cache.stride = PyUnicode_InternFromString("stride");
+  cache.is_contiguous = PyUnicode_InternFromString("is_contiguous");
   cache.data_ptr = PyUnicode_InternFromString("data_ptr");
   ready = true;
   return &cache;

@@ -24,16 +24,19 @@ inline bool strides_match_dim_order(std::span<const int64_t> sizes, std::span<co
 
 /// True when the strides (in elements) describe a dense block (some permutation of a contiguous layout, no gaps or overlaps).
 inline bool is_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
-  std::vector<std::pair<int64_t, int64_t>> dims;
+  if (sizes.size() > static_cast<size_t>(kMaxDims) || strides.size() < sizes.size()) return false;  // no tensor
+  // (stride, size) of the dims that matter, inline: the per-call input and output paths check every tensor.
+  std::array<std::pair<int64_t, int64_t>, kMaxDims> dims;
+  size_t n = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == 0) return true;
-    if (sizes[i] != 1) dims.emplace_back(strides[i], sizes[i]);
+    if (sizes[i] != 1) dims[n++] = {strides[i], sizes[i]};
   }
-  std::sort(dims.begin(), dims.end(), [](auto a, auto b) { return a.first > b.first; });
+  std::sort(dims.begin(), dims.begin() + n, [](auto a, auto b) { return a.first > b.first; });
   int64_t expect = 1;
-  for (size_t k = dims.size(); k-- > 0;) {
+  for (size_t k = n; k-- > 0;) {
     if (dims[k].first != expect) return false;
-    expect *= dims[k].second;
+    if (__builtin_mul_overflow(expect, dims[k].second, &expect)) return false;  // larger than any tensor
   }
   return true;
 }
