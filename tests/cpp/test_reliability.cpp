@@ -170,3 +170,26 @@ TEST_CASE("bitwise shifts: torch's results for out-of-range counts, never undefi
   CHECK(shift_right<uint8_t>(200, 9) == 0);
   CHECK(shift_right<int64_t>(1024, 10) == 1);
 }
+
+TEST_CASE("reliability: no tensor is made or resized to sizes whose strides overflow, even without elements",
+          "[reliability]") {
+  // A dynamic tensor resized to [49, 0, 2^62] has no elements but strides of 2^62 elements, from which kernels
+  // compute byte offsets (a slice of it): resize checked only the element count (found while tracing a fuzz
+  // finding in slice_copy).
+  const int64_t huge = int64_t{1} << 62;
+  const std::vector<int64_t> bound = {64, 4, 8};
+  auto t = etrt::Tensor::make(etrt::ScalarType::Float, bound, {}, nullptr, etrt::ShapeDynamism::DynamicUnbound);
+  REQUIRE(t);
+  const std::vector<int64_t> overflowing = {49, 0, huge};
+  auto s = t->resize(overflowing);
+  REQUIRE_FALSE(s);
+  CHECK_THAT(s.error().what, Catch::Contains("overflows the strides"));
+  CHECK(t->sizes()[0] == 64);  // unchanged
+  const std::vector<int64_t> empty_ok = {49, 0, 8};
+  CHECK(t->resize(empty_ok));
+  // Made with such sizes: refused too; the element size counts (2^61 float32 elements span 2^63 bytes).
+  CHECK_FALSE(etrt::Tensor::make(etrt::ScalarType::Float, overflowing, {}, nullptr));
+  const std::vector<int64_t> byte_overflow = {0, int64_t{1} << 61};
+  CHECK_FALSE(etrt::Tensor::make(etrt::ScalarType::Float, byte_overflow, {}, nullptr));
+  CHECK(etrt::Tensor::make(etrt::ScalarType::Byte, byte_overflow, {}, nullptr));
+}

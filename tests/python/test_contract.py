@@ -27,6 +27,7 @@ def test_program_and_method_api(portable_lib):
     assert all(a is b for a, b in zip(first, again))  # clone_outputs=True: the same objects within one execution
     borrowed = method.get_outputs(clone_outputs=False)
     assert borrowed[0] is not first[0]
+    assert all(a is b for a, b in zip(first, method.get_outputs()))  # a borrowing read in between changes nothing
     method.set_inputs([x, 2 * x])
     with pytest.raises(RuntimeError, match="set_inputs was called after the last execute"):
         method.get_outputs()

@@ -192,34 +192,33 @@ class PyMethod {
       for (auto& o : cloned_) out.append(o);
       return out;
     }
-    // clone: the results go to cloned_ as they are made (its capacity is reused), and it is left empty unless
-    // every output converted.
-    cloned_.clear();
-    for (size_t i = 0; i < m.num_outputs(); ++i) {
-      const bool constant = m.output_is_constant(i);
-      const auto storage = i < s.output_storage.size() ? s.output_storage[i] : nullptr;
-      auto tensor = [&](const Tensor& t) -> py::object {
-        // Filled storage the bindings allocated for an unplanned output: a result holds that storage, so the next
-        // execution writes the other buffer.
-        const bool in_storage = storage && t.data() == storage->data();
-        if (clone) {
-          if (in_storage) return wrap_result(ExecuTorchResult(t, storage, false));  // handed over, no copy
-          return clone_output(t, i);
-        }
-        std::shared_ptr<const void> owner = state_;
-        if (in_storage)
-          owner = std::make_shared<std::pair<std::shared_ptr<MethodState>, std::shared_ptr<Storage>>>(state_, storage);
-        return wrap_result(ExecuTorchResult(t, std::move(owner), constant));
-      };
-      py::object o;
-      try {
-        o = value_to_python(m.output(i), tensor);
-      } catch (...) {
-        cloned_.clear();
-        throw;
+    // clone: the results go to cloned_ as they are made (its capacity is reused); it is left empty unless every
+    // output converted. A borrowing call leaves it as it is.
+    if (clone) cloned_.clear();
+    try {
+      for (size_t i = 0; i < m.num_outputs(); ++i) {
+        const bool constant = m.output_is_constant(i);
+        const auto storage = i < s.output_storage.size() ? s.output_storage[i] : nullptr;
+        auto tensor = [&](const Tensor& t) -> py::object {
+          // Filled storage the bindings allocated for an unplanned output: a result holds that storage, so the next
+          // execution writes the other buffer.
+          const bool in_storage = storage && t.data() == storage->data();
+          if (clone) {
+            if (in_storage) return wrap_result(ExecuTorchResult(t, storage, false));  // handed over, no copy
+            return clone_output(t, i);
+          }
+          std::shared_ptr<const void> owner = state_;
+          if (in_storage)
+            owner = std::make_shared<std::pair<std::shared_ptr<MethodState>, std::shared_ptr<Storage>>>(state_, storage);
+          return wrap_result(ExecuTorchResult(t, std::move(owner), constant));
+        };
+        py::object o = value_to_python(m.output(i), tensor);
+        out.append(o);
+        if (clone) cloned_.push_back(std::move(o));
       }
-      out.append(o);
-      if (clone) cloned_.push_back(std::move(o));
+    } catch (...) {
+      if (clone) cloned_.clear();
+      throw;
     }
     return out;
   }

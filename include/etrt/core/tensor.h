@@ -89,13 +89,7 @@ class Tensor {
     if (!dim_order.empty() && !is_valid_dim_order(dim_order))
       return fail(Error::InvalidProgram, "dim_order is not a permutation of the dimensions");
     if (checked_numel(sizes) < 0) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " are invalid");
-    // Strides multiply every size but a zero one: [0, 2^40, 2^40] has no elements and still overflows them.
-    int64_t span = 1;
-    for (int64_t s : sizes) {
-      const int64_t f = std::max<int64_t>(s, 1);
-      if (span > INT64_MAX / f) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " overflow");
-      span *= f;
-    }
+    if (!span_fits(dtype, sizes)) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " overflow");
     Tensor t;
     t.dtype_ = dtype;
     t.rank_ = static_cast<int>(sizes.size());
@@ -158,6 +152,9 @@ class Tensor {
         return fail(Error::NotSupported, "shape ", shape_str(new_sizes), " exceeds the upper bound ",
                     shape_str(max_sizes()), " in dimension ", i);
     }
+    if (!span_fits(dtype_, new_sizes))
+      return fail(Error::InvalidArgument, "shape ", shape_str(new_sizes), " overflows the strides of a ",
+                  numpy_name(dtype_), " tensor");
     if (dynamism_ == ShapeDynamism::DynamicUnbound) {
       const int64_t n = checked_numel(new_sizes);
       if (n < 0 || n > checked_numel(max_sizes()))
@@ -173,6 +170,19 @@ class Tensor {
   std::string describe() const { return cat(numpy_name(dtype_), shape_str(sizes())); }
 
  private:
+  /// Whether the byte strides of `sizes` fit in int64. Strides multiply every size but a zero one, so [0, 2^40,
+  /// 2^40] has no elements and still overflows them; kernels compute byte offsets from strides even for an empty
+  /// tensor (a slice of it), so no tensor may have such sizes, whether it is made or resized.
+  static bool span_fits(ScalarType dtype, std::span<const int64_t> sizes) {
+    int64_t span = static_cast<int64_t>(element_size(dtype));
+    for (int64_t s : sizes) {
+      const int64_t f = std::max<int64_t>(s, 1);
+      if (span > INT64_MAX / f) return false;
+      span *= f;
+    }
+    return true;
+  }
+
   void update_strides() {
     strides_from_dim_order(sizes(), dim_order(), std::span<int64_t>(strides_.data(), static_cast<size_t>(rank_)));
   }

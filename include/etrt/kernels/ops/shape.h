@@ -37,7 +37,7 @@ inline std::pair<int64_t, int64_t> slice_bounds(int64_t size, std::optional<int6
   s = std::clamp<int64_t>(s, 0, size);
   e = std::clamp<int64_t>(e, 0, size);
   if (e < s) e = s;
-  return {s, (e - s + step - 1) / step};
+  return {s, e == s ? 0 : 1 + (e - s - 1) / step};  // ceil((e - s) / step) without overflowing at a step near 2^63
 }
 
 inline Status check_out_list(std::string_view op, std::span<Tensor* const> outs, size_t n, const Tensor& self) {
@@ -57,7 +57,9 @@ inline View narrowed(const Tensor& self, int dim, int64_t start, int64_t len, in
   View v = mv::view_of(self);
   v.data += start * self.stride(dim) * static_cast<int64_t>(element_size(self.dtype()));
   v.sizes[dim] = len;
-  v.strides[dim] = self.stride(dim) * step;
+  // With at most one element the step never moves the pointer, and stride * step need not fit (a step of 2^62 is
+  // a valid slice that takes one element: a fuzz finding); with more, start + (len - 1) * step < size bounds it.
+  v.strides[dim] = len > 1 ? self.stride(dim) * step : self.stride(dim);
   return v;
 }
 }  // namespace shape_detail
