@@ -3,7 +3,7 @@ compiled into the module) and the type stubs (.pyi), so that what Python sees at
 read come from one description.
 
     python gen/surface.py --header OUT.h           # the registrations: etrt::python::define_surface(module)
-    python gen/surface.py --stubs DIR              # DIR/extension/pybindings/{portable_lib,data_loader}.pyi
+    python gen/surface.py --stub-file STUB OUT     # one stub ([stubs.STUB], e.g. portable_lib) to OUT
 """
 from __future__ import annotations
 
@@ -249,7 +249,6 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--spec", default=str(HERE / "surface.toml"))
     p.add_argument("--header", help="write the pybind11 registrations here")
-    p.add_argument("--stubs", help="write the .pyi files under this directory")
     p.add_argument("--stub-file", nargs=2, metavar=("STUB", "OUT"), action="append", default=[],
                    help="write one stub ([stubs.STUB]) to OUT")
     a = p.parse_args()
@@ -257,11 +256,6 @@ def main() -> int:
         spec = load(pathlib.Path(a.spec))
         if a.header:
             pathlib.Path(a.header).write_text(header(spec))
-        if a.stubs:
-            for name, s in spec["stubs"].items():
-                path = pathlib.Path(a.stubs) / s["file"]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(stub(spec, name))
         for name, out in a.stub_file:
             if name not in spec["stubs"]:
                 raise SurfaceError(f"no [stubs.{name}] in {a.spec}")

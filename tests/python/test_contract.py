@@ -164,8 +164,10 @@ def test_generated_stubs_match_the_runtime(portable_lib, tmp_path):
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, str(ROOT / "gen" / "surface.py"), "--stubs", str(tmp_path)], check=True)
-    tree = ast.parse((tmp_path / "extension" / "pybindings" / "portable_lib.pyi").read_text())
+    pyi = tmp_path / "portable_lib.pyi"
+    subprocess.run([sys.executable, str(ROOT / "gen" / "surface.py"), "--stub-file", "portable_lib", str(pyi)],
+                   check=True)
+    tree = ast.parse(pyi.read_text())
     import executorch.extension.pybindings.portable_lib as pl
 
     stubbed = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

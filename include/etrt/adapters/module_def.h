@@ -240,16 +240,12 @@ inline std::string result_repr(const ExecuTorchResult& r) {
 }
 
 // ExecuTorchProgram / ExecuTorchModule
-inline void write_etdump_from_python(ProgramState& ps, py::handle path, py::handle debug_buffer_path) {
+/// write_etdump_result_to_file of either (anything with the ProgramState its methods share).
+template <class Loaded>
+void write_etdump_of(Loaded& loaded, py::handle path, py::handle debug_buffer_path) {
   std::optional<std::string> dbg;
   if (!debug_buffer_path.is_none()) dbg = path_from_python(debug_buffer_path, "debug_buffer_path");
-  write_etdump(ps, path_from_python(path, "path"), std::move(dbg));
-}
-inline void program_write_etdump(PyProgram& p, py::handle path, py::handle debug_buffer_path) {
-  write_etdump_from_python(*p.state(), path, debug_buffer_path);
-}
-inline void module_write_etdump(PyModule& m, py::handle path, py::handle debug_buffer_path) {
-  write_etdump_from_python(*m.state(), path, debug_buffer_path);
+  write_etdump(*loaded.state(), path_from_python(path, "path"), std::move(dbg));
 }
 inline py::list module_forward(PyModule& m, py::handle inputs, bool clone) { return m.run_method("forward", inputs, clone); }
 
@@ -258,11 +254,17 @@ inline std::shared_ptr<const DataSource> data_from_path(py::handle data_path, st
   return data_path.is_none() ? nullptr : source_from_path(path_from_python(data_path, "data_path"), mmap);
 }
 
-inline std::shared_ptr<PyModule> load_for_executorch(py::handle path, py::handle data_path, bool etdump, size_t dbg,
+/// The loaded program behind _load_for_executorch and _load_program (the data file is opened first, as before).
+inline std::shared_ptr<ProgramState> state_from_file(py::handle path, py::handle data_path, bool etdump, size_t dbg,
                                                      Verification v, std::optional<bool> mmap, uint64_t max_planned) {
   auto data = data_from_path(data_path, mmap);
   auto src = source_from_path(path_from_python(path, "path"), mmap);
-  return std::make_shared<PyModule>(make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned));
+  return make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned);
+}
+
+inline std::shared_ptr<PyModule> load_for_executorch(py::handle path, py::handle data_path, bool etdump, size_t dbg,
+                                                     Verification v, std::optional<bool> mmap, uint64_t max_planned) {
+  return std::make_shared<PyModule>(state_from_file(path, data_path, etdump, dbg, v, mmap, max_planned));
 }
 
 inline std::shared_ptr<PyModule> load_for_executorch_from_buffer(py::buffer buffer, py::handle data_map_buffer,
@@ -285,9 +287,7 @@ inline std::shared_ptr<PyModule> load_for_executorch_from_data_loader(std::share
 
 inline std::shared_ptr<PyProgram> load_program(py::handle path, bool etdump, size_t dbg, Verification v,
                                                py::handle data_path, std::optional<bool> mmap, uint64_t max_planned) {
-  auto data = data_from_path(data_path, mmap);
-  auto src = source_from_path(path_from_python(path, "path"), mmap);
-  return std::make_shared<PyProgram>(make_program_state(src, data, v, etdump, dbg, module_kernels(), max_planned));
+  return std::make_shared<PyProgram>(state_from_file(path, data_path, etdump, dbg, v, mmap, max_planned));
 }
 
 inline std::shared_ptr<PyProgram> load_program_from_buffer(py::buffer buffer, bool etdump, size_t dbg, Verification v,
