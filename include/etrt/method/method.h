@@ -132,11 +132,13 @@ class Method {
 
   /// Gives an unplanned output its storage (`size_bytes` >= the output's upper-bound bytes).
   Status set_output_data_ptr(size_t index, void* data, size_t size_bytes);
-  /// True for a tensor output that is neither planned, a constant, nor an input value (a mutated input is
-  /// returned as an output and keeps the input's storage).
+  /// True for an output the file declares a tensor that is neither planned, a constant, nor an input value (a
+  /// mutated input is returned as an output and keeps the input's storage).
   bool output_needs_storage(size_t index) const {
     const EValue& v = *outputs_[index];
-    return v.is_tensor() && !meta_.outputs[index].tensor->is_memory_planned() &&
+    // A value the file does not declare a tensor may hold one after a move; it has whatever storage it was given.
+    const auto& declared = meta_.outputs[index].tensor;
+    return v.is_tensor() && declared && !declared->is_memory_planned() &&
            std::find(inputs_.begin(), inputs_.end(), outputs_[index]) == inputs_.end();
   }
 

@@ -248,8 +248,11 @@ Status dequantize_per_token_out(KernelContext& ctx, const Tensor& input, const T
       size_t t = 0;
       qtok::for_each_token(input, [&](int64_t row) {
         T* orow = y + out_rows[t];
-        for (int64_t k = 0; k < n; ++k)
-          orow[k * os] = convert<T>(static_cast<float>(static_cast<int64_t>(q[row + k * is]) - zp[t]) * sc[t]);
+        for (int64_t k = 0; k < n; ++k) {
+          // In double: exact for every real zero point, and a file's int64 extreme cannot overflow.
+          const double centered = static_cast<double>(q[row + k * is]) - static_cast<double>(zp[t]);
+          orow[k * os] = convert<T>(static_cast<float>(centered) * sc[t]);
+        }
         ++t;
       });
       return Status{};
