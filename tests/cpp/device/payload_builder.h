@@ -65,7 +65,7 @@ class PayloadBuilder {
     values[id].dtype = 11;
     return id;
   }
-  void node(Op op, std::vector<uint32_t> in, std::vector<uint32_t> out, std::vector<Attr> attrs = {}) {
+  void node(uint16_t op, std::vector<uint32_t> in, std::vector<uint32_t> out, std::vector<Attr> attrs = {}) {
     nodes.push_back({static_cast<uint16_t>(op), std::move(in), std::move(out), std::move(attrs)});
   }
 
@@ -171,49 +171,49 @@ inline PayloadBuilder all_ops_graph() {
   const uint32_t c4 = g.constant({2, 2}, {1.f, 0.5f, 2.f, -1.f});
   auto t = [&](std::vector<int64_t> s) { return g.temp(std::move(s)); };
   const uint32_t t0 = t({2, 3, 4}), t1 = t({2, 3, 4}), t2 = t({2, 3, 4}), t3 = t({2, 3, 4});
-  g.node(Op::Add, {x, y}, {t0}, {Attr::f(0.5)});
-  g.node(Op::Sub, {t0, y}, {t1}, {Attr::f(2.0)});
-  g.node(Op::Mul, {t1, x}, {t2});
-  g.node(Op::Div, {t2, y}, {t3});
+  g.node(op_code("ADD"), {x, y}, {t0}, {Attr::f(0.5)});
+  g.node(op_code("SUB"), {t0, y}, {t1}, {Attr::f(2.0)});
+  g.node(op_code("MUL"), {t1, x}, {t2});
+  g.node(op_code("DIV"), {t2, y}, {t3});
   uint32_t prev = t3;
-  const Op chain[] = {Op::AddScalar, Op::MulScalar, Op::Relu, Op::Gelu, Op::Gelu, Op::Sigmoid,
-                      Op::Tanh,      Op::Exp,       Op::Sqrt, Op::Rsqrt, Op::Neg};
+  const uint16_t chain[] = {op_code("ADD_SCALAR"), op_code("MUL_SCALAR"), op_code("RELU"), op_code("GELU"), op_code("GELU"), op_code("SIGMOID"),
+                      op_code("TANH"),      op_code("EXP"),       op_code("SQRT"), op_code("RSQRT"), op_code("NEG")};
   for (size_t i = 0; i < std::size(chain); ++i) {
     const uint32_t next = t({2, 3, 4});
     std::vector<Attr> attrs;
-    if (chain[i] == Op::AddScalar) attrs = {Attr::f(1.5)};
-    if (chain[i] == Op::MulScalar) attrs = {Attr::f(0.25)};
-    if (chain[i] == Op::Gelu) attrs = {Attr::i(i == 3 ? 0 : 1)};
+    if (chain[i] == op_code("ADD_SCALAR")) attrs = {Attr::f(1.5)};
+    if (chain[i] == op_code("MUL_SCALAR")) attrs = {Attr::f(0.25)};
+    if (chain[i] == op_code("GELU")) attrs = {Attr::i(i == 3 ? 0 : 1)};
     g.node(chain[i], {prev}, {next}, attrs);
     prev = next;
   }
   const uint32_t t15 = t({6, 4}), t16 = t({6, 5}), t17 = t({6, 5}), t18 = t({2, 3, 5}), t19 = t({3, 2, 5});
   const uint32_t t20 = t({3, 5, 2}), t21 = t({3, 2, 2}), t22 = t({3, 2, 2});
-  g.node(Op::Copy, {prev}, {t15});
-  g.node(Op::Mm, {t15, c1}, {t16});  // never read: a value may be written and left unused
-  g.node(Op::Addmm, {c2, t15, c1}, {t17}, {Attr::f(0.5), Attr::f(2.0)});
-  g.node(Op::Copy, {t17}, {t18});
-  g.node(Op::Permute, {t18}, {t19}, {Attr::i(1), Attr::i(0), Attr::i(2)});
-  g.node(Op::Expand, {c3}, {t20});
-  g.node(Op::Bmm, {t19, t20}, {t21});
-  g.node(Op::Softmax, {t21}, {t22}, {Attr::i(1)});
+  g.node(op_code("COPY"), {prev}, {t15});
+  g.node(op_code("MM"), {t15, c1}, {t16});  // never read: a value may be written and left unused
+  g.node(op_code("ADDMM"), {c2, t15, c1}, {t17}, {Attr::f(0.5), Attr::f(2.0)});
+  g.node(op_code("COPY"), {t17}, {t18});
+  g.node(op_code("PERMUTE"), {t18}, {t19}, {Attr::i(1), Attr::i(0), Attr::i(2)});
+  g.node(op_code("EXPAND"), {c3}, {t20});
+  g.node(op_code("BMM"), {t19, t20}, {t21});
+  g.node(op_code("SOFTMAX"), {t21}, {t22}, {Attr::i(1)});
   const uint32_t out = g.output({3, 2, 2}), mean = g.output({3, 1, 1}), rstd = g.output({3, 1, 1});
   const uint32_t masked = g.output({3, 2, 2});
   // The exporter's NaN guard on attention weights, plus a bool FULL and a bool COPY.
   const uint32_t sel = t({2, 2}), eq = g.as_bool(t({3, 2, 2})), ne = g.as_bool(t({3, 2, 2}));
   const uint32_t any = g.as_bool(t({3, 2, 1})), none = g.as_bool(t({3, 2, 1})), zeros = t({3, 2, 2});
   const uint32_t guarded = t({3, 2, 2}), ones = g.as_bool(t({2, 1})), flat = g.as_bool(t({6}));
-  g.node(Op::Select, {t22}, {sel}, {Attr::i(0), Attr::i(2)});
-  g.node(Op::EqScalar, {t22}, {eq}, {Attr::f(-INFINITY)});
-  g.node(Op::LogicalNot, {eq}, {ne});
-  g.node(Op::Any, {ne}, {any}, {Attr::i(2), Attr::i(1)});
-  g.node(Op::LogicalNot, {any}, {none});
-  g.node(Op::Full, {}, {zeros}, {Attr::f(0.0)});
-  g.node(Op::Where, {none, zeros, t22}, {guarded});
-  g.node(Op::Full, {}, {ones}, {Attr::f(1.0)});
-  g.node(Op::Copy, {none}, {flat});  // never read
-  g.node(Op::Where, {ones, sel, guarded}, {masked});
-  g.node(Op::LayerNorm, {t22, c4, kAbsent}, {out, mean, rstd}, {Attr::f(1e-5), Attr::i(2)});
+  g.node(op_code("SELECT"), {t22}, {sel}, {Attr::i(0), Attr::i(2)});
+  g.node(op_code("EQ_SCALAR"), {t22}, {eq}, {Attr::f(-INFINITY)});
+  g.node(op_code("LOGICAL_NOT"), {eq}, {ne});
+  g.node(op_code("ANY"), {ne}, {any}, {Attr::i(2), Attr::i(1)});
+  g.node(op_code("LOGICAL_NOT"), {any}, {none});
+  g.node(op_code("FULL"), {}, {zeros}, {Attr::f(0.0)});
+  g.node(op_code("WHERE"), {none, zeros, t22}, {guarded});
+  g.node(op_code("FULL"), {}, {ones}, {Attr::f(1.0)});
+  g.node(op_code("COPY"), {none}, {flat});  // never read
+  g.node(op_code("WHERE"), {ones, sel, guarded}, {masked});
+  g.node(op_code("LAYER_NORM"), {t22, c4, kAbsent}, {out, mean, rstd}, {Attr::f(1e-5), Attr::i(2)});
   return g;
 }
 

@@ -7,6 +7,8 @@ bool (the masks of EQ_SCALAR, LOGICAL_NOT, ANY, FULL and WHERE's condition); con
 """
 from __future__ import annotations
 
+import pathlib
+import re
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -29,58 +31,36 @@ FLAG_OUTPUT = 2
 FLAG_CONSTANT = 4
 
 
-class Op(IntEnum):
-    ADD = 1
-    SUB = 2
-    MUL = 3
-    DIV = 4
-    ADD_SCALAR = 5
-    MUL_SCALAR = 6
-    RELU = 10
-    GELU = 11
-    SIGMOID = 12
-    TANH = 13
-    EXP = 14
-    NEG = 15
-    SQRT = 16
-    RSQRT = 17
-    MM = 20
-    ADDMM = 21
-    BMM = 22
-    SOFTMAX = 30
-    LAYER_NORM = 31
-    COPY = 40
-    PERMUTE = 41
-    EXPAND = 42
-    SELECT = 43
-    EQ_SCALAR = 50
-    LOGICAL_NOT = 51
-    ANY = 52
-    FULL = 53
-    WHERE = 54
+# The op set is the runtime's op table (include/etrt/backends/cuda/op_table.h), read here so that the export side
+# and the runtime cannot disagree: code, name, inputs, outputs, attribute kinds ("f" f64, "i" i64, "*" one i64 per
+# dimension) and dtypes (inputs ':' outputs; f float32, b bool, ? either, = input 0's dtype) per op.
+OP_TABLE = pathlib.Path(__file__).resolve().parents[3] / "include" / "etrt" / "backends" / "cuda" / "op_table.h"
+_ENTRY = re.compile(r'^\s*\{(\d+),\s*"(\w+)",\s*(\d+),\s*(\d+),\s*"([fi*]*)",\s*"([fb?=]*:[fb?=]*)",\s*(\d+),')
 
 
-# op -> (number of inputs, number of outputs, attribute kinds): "f" f64, "i" i64, "*" one i64 per output dim.
-OP_SIGNATURE: Dict[Op, Tuple[int, int, str]] = {
-    Op.ADD: (2, 1, "f"), Op.SUB: (2, 1, "f"), Op.MUL: (2, 1, ""), Op.DIV: (2, 1, ""),
-    Op.ADD_SCALAR: (1, 1, "f"), Op.MUL_SCALAR: (1, 1, "f"),
-    Op.RELU: (1, 1, ""), Op.GELU: (1, 1, "i"), Op.SIGMOID: (1, 1, ""), Op.TANH: (1, 1, ""),
-    Op.EXP: (1, 1, ""), Op.NEG: (1, 1, ""), Op.SQRT: (1, 1, ""), Op.RSQRT: (1, 1, ""),
-    Op.MM: (2, 1, ""), Op.ADDMM: (3, 1, "ff"), Op.BMM: (2, 1, ""),
-    Op.SOFTMAX: (1, 1, "i"), Op.LAYER_NORM: (3, 3, "fi"),
-    Op.COPY: (1, 1, ""), Op.PERMUTE: (1, 1, "*"), Op.EXPAND: (1, 1, ""),
-    Op.SELECT: (1, 1, "ii"), Op.EQ_SCALAR: (1, 1, "f"), Op.LOGICAL_NOT: (1, 1, ""), Op.ANY: (1, 1, "ii"),
-    Op.FULL: (0, 1, "f"), Op.WHERE: (3, 1, ""),
-}
+def _read_op_table() -> List[Tuple[int, str, int, int, str, str, int]]:
+    rows = [m.groups() for m in map(_ENTRY.match, OP_TABLE.read_text().splitlines()) if m]
+    if not rows:
+        raise RuntimeError(f"no op entries found in {OP_TABLE}")
+    return [(int(c), name, int(ni), int(no), attrs, dtypes, int(opt)) for c, name, ni, no, attrs, dtypes, opt in rows]
 
-# Per-op dtypes (PAYLOAD.md's dtypes column): (input dtypes, output dtype); None: float32 throughout; "same": the
-# output has input 0's dtype.
+
+_OPS = _read_op_table()
+Op = IntEnum("Op", [(name, code) for code, name, *_ in _OPS])
+
+# op -> (number of inputs, number of outputs, attribute kinds).
+OP_SIGNATURE: Dict[Op, Tuple[int, int, str]] = {Op[name]: (ni, no, attrs) for _, name, ni, no, attrs, _, _ in _OPS}
+
+# Per-op dtypes: (input dtypes, output dtype); an input of None takes either dtype; the output None: either,
+# "same": input 0's dtype. Ops that are float32 throughout are left out.
 F, B = DTYPE_FLOAT32, DTYPE_BOOL
-OP_DTYPES: Dict[Op, Tuple[Tuple[int, ...], object]] = {
-    Op.EQ_SCALAR: ((F,), B), Op.LOGICAL_NOT: ((B,), B), Op.ANY: ((B,), B), Op.WHERE: ((B, F, F), F),
-    Op.COPY: ((None,), "same"), Op.FULL: ((), None),
-}
-OPTIONAL_INPUTS = {Op.LAYER_NORM: (1, 2)}  # LAYER_NORM weight and bias may be ABSENT
+_DTYPE = {"f": F, "b": B, "?": None, "=": "same"}
+OP_DTYPES: Dict[Op, Tuple[Tuple[Optional[int], ...], object]] = {}
+for _, _name, _, _, _, _dtypes, _ in _OPS:
+    _ins, _outs = _dtypes.split(":")
+    if set(_ins + _outs) != {"f"}:
+        OP_DTYPES[Op[_name]] = (tuple(_DTYPE[c] for c in _ins), _DTYPE[_outs[0]] if _outs else None)
+OPTIONAL_INPUTS = {Op[name]: tuple(k for k in range(ni) if opt >> k & 1) for _, name, ni, _, _, _, opt in _OPS if opt}
 
 
 class PayloadError(ValueError):

@@ -33,18 +33,14 @@
 #include <span>
 #include <vector>
 
-#include "etrt/kernels/util/functors.h"
+#include "etrt/backends/cuda/op_steps.h"
+#include "etrt/backends/cuda/op_table.h"
 #include "etrt/backends/cuda/payload.h"
+#include "etrt/kernels/util/functors.h"
 #include "etrt/core/evalue.h"
 #include "etrt/device/device_interface.h"
 
 namespace etrt::cuda {
-
-/// C[i] (m x n) = alpha * A[i] (m x k) * B[i] (k x n) + beta * C[i] for i < batch; row-major, contiguous, the
-/// batches packed back to back. beta == 0 never reads C (it may hold garbage, as BLAS allows).
-struct GemmShape {
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-};
 
 inline constexpr size_t kScratchAlign = 256;
 
@@ -130,7 +126,7 @@ class GraphExecutor {
       if (b.is_input && b.convert) ETRT_CHECK_OK(copy_any(b.is_bool, b.walk, b.arg, ptr_[b.value]));
     for (size_t i = 0; i < steps_.size(); ++i)
       if (auto s = run(steps_[i]); !s)
-        return fail(s.error().code, "EtrtCudaBackend node ", i, " (", op_name(p_.nodes[i].op), "): ", s.error().what);
+        return fail(s.error().code, "EtrtCudaBackend node ", i, " (", p_.nodes[i].kind->name, "): ", s.error().what);
     for (const Boundary& b : boundaries_)
       if (!b.is_input && b.convert) ETRT_CHECK_OK(copy_any(b.is_bool, b.walk, ptr_[b.value], b.arg));
     return {};
@@ -156,37 +152,12 @@ class GraphExecutor {
     void* arg = nullptr;    // bound per execute
   };
 
-  enum class Kind : uint8_t { Skip, Unary, Binary, Copy, Gemm, Softmax, LayerNorm, EqScalar, LogicalNot, Any, Fill,
-                              Where };
-  struct Step {
-    Kind kind = Kind::Skip;
-    const NodeDesc* node = nullptr;
-    fn::UnaryKind unary{};
-    fn::BinaryKind binary{};
-    float param = 0.f, alpha = 1.f, beta = 0.f, eps = 0.f;
-    fn::Strided<3> walk3{};
-    fn::Strided<2> walk2{};  // COPY/PERMUTE/EXPAND/SELECT, and ADDMM's bias broadcast into the output
-    fn::Strided<4> walk4{};  // WHERE: out, cond, a, b
-    int64_t src_offset = 0;  // SELECT: elements from the input's start to the selected slice
-    bool bytes = false;      // COPY of a bool value
-    bool bias_copy = false;
-    GemmShape gemm{};
-    int64_t outer = 1, len = 1, inner = 1;
-  };
-
-  static void contiguous_strides(std::span<const int64_t> sizes, int64_t* strides) {
-    int64_t s = 1;
-    for (size_t d = sizes.size(); d-- > 0;) {
-      strides[d] = s;
-      s *= std::max<int64_t>(sizes[d], 1);
-    }
-  }
   /// Strides of `v`'s argument layout; true when that layout is the contiguous one in memory (size-1 dimensions
   /// do not count, so a channels-last [N, C, 1, 1] needs no conversion).
   static bool arg_strides(const ValueDesc& v, int64_t* strides) {
     strides_from_dim_order(v.shape(), v.order(), std::span<int64_t>(strides, v.rank));
     int64_t contiguous[kMaxDims];
-    contiguous_strides(v.shape(), contiguous);
+    steps::contiguous_strides(v.shape(), contiguous);
     for (int d = 0; d < v.rank; ++d)
       if (v.sizes[d] > 1 && strides[d] != contiguous[d]) return false;
     return true;
@@ -216,7 +187,7 @@ class GraphExecutor {
         w.numel = v.numel;
         for (int d = 0; d < v.rank; ++d) w.sizes[d] = v.sizes[d];
         // Scratch is contiguous; the argument has the payload's layout.
-        contiguous_strides(v.shape(), w.strides[is_input ? 0 : 1]);
+        steps::contiguous_strides(v.shape(), w.strides[is_input ? 0 : 1]);
         for (int d = 0; d < v.rank; ++d) w.strides[is_input ? 1 : 0][d] = strided[d];
         fn::coalesce(w);
       }
@@ -276,23 +247,6 @@ class GraphExecutor {
     return {};
   }
 
-  /// Operand strides of `in` walked over `out`'s shape: trailing-aligned, 0 where `in` broadcasts.
-  static void broadcast_strides(const ValueDesc& in, const ValueDesc& out, int64_t* strides) {
-    int64_t own[kMaxDims];
-    contiguous_strides(in.shape(), own);
-    const int shift = out.rank - in.rank;
-    for (int d = 0; d < out.rank; ++d) {
-      const int s = d - shift;
-      strides[d] = (s < 0 || in.sizes[s] == 1) ? 0 : own[s];
-    }
-  }
-  static void init_walk_shape(const ValueDesc& out, auto& w) {
-    w.rank = out.rank;
-    w.numel = out.numel;
-    for (int d = 0; d < out.rank; ++d) w.sizes[d] = out.sizes[d];
-    contiguous_strides(out.shape(), w.strides[0]);
-  }
-
   void plan_steps() {
     steps_.resize(p_.nodes.size());
     for (size_t i = 0; i < p_.nodes.size(); ++i) {
@@ -302,147 +256,7 @@ class GraphExecutor {
       bool empty = true;
       for (int k = 0; k < n.num_out; ++k) empty = empty && p_.values[n.out[k]].numel == 0;
       if (empty) continue;  // nothing to write (kernels are never launched over zero elements)
-      const ValueDesc& out = p_.values[n.out[0]];
-      const ValueDesc& a = p_.values[n.in[0] == kAbsent ? n.out[0] : n.in[0]];  // FULL has no input
-      switch (n.op) {
-        case Op::Add:
-        case Op::Sub:
-        case Op::Mul:
-        case Op::Div:
-          s.kind = Kind::Binary;
-          s.binary = n.op == Op::Add ? fn::BinaryKind::Add
-                     : n.op == Op::Sub ? fn::BinaryKind::Sub
-                     : n.op == Op::Mul ? fn::BinaryKind::Mul
-                                       : fn::BinaryKind::Div;
-          s.alpha = static_cast<float>(n.alpha);
-          init_walk_shape(out, s.walk3);
-          broadcast_strides(a, out, s.walk3.strides[1]);
-          broadcast_strides(p_.values[n.in[1]], out, s.walk3.strides[2]);
-          fn::coalesce(s.walk3);
-          break;
-        case Op::AddScalar:
-        case Op::MulScalar:
-        case Op::Relu:
-        case Op::Gelu:
-        case Op::Sigmoid:
-        case Op::Tanh:
-        case Op::Exp:
-        case Op::Neg:
-        case Op::Sqrt:
-        case Op::Rsqrt:
-          s.kind = Kind::Unary;
-          s.unary = unary_kind(n);
-          s.param = static_cast<float>(n.scalar);
-          break;
-        case Op::Mm:
-        case Op::Addmm:
-        case Op::Bmm: {
-          s.kind = Kind::Gemm;
-          const ValueDesc& lhs = p_.values[n.in[n.op == Op::Addmm ? 1 : 0]];
-          const ValueDesc& rhs = p_.values[n.in[n.op == Op::Addmm ? 2 : 1]];
-          const int r = lhs.rank;
-          s.gemm = {r == 3 ? lhs.sizes[0] : 1, lhs.sizes[r - 2], rhs.sizes[r - 1], lhs.sizes[r - 1]};
-          s.alpha = n.op == Op::Addmm ? static_cast<float>(n.alpha) : 1.f;
-          s.beta = n.op == Op::Addmm ? static_cast<float>(n.beta) : 0.f;
-          // beta == 0 ignores the bias entirely (NaN in it does not propagate), as torch's addmm does.
-          s.bias_copy = n.op == Op::Addmm && s.beta != 0.f;
-          if (s.bias_copy) {
-            init_walk_shape(out, s.walk2);
-            broadcast_strides(a, out, s.walk2.strides[1]);
-            fn::coalesce(s.walk2);
-          }
-          break;
-        }
-        case Op::Softmax: {
-          s.kind = Kind::Softmax;
-          for (int d = 0; d < a.rank; ++d) {
-            if (d < n.dim) s.outer *= a.sizes[d];
-            else if (d == n.dim) s.len = a.sizes[d];
-            else s.inner *= a.sizes[d];
-          }
-          break;
-        }
-        case Op::LayerNorm: {
-          s.kind = Kind::LayerNorm;
-          const int lead = a.rank - static_cast<int>(n.normalized_ndim);
-          for (int d = 0; d < a.rank; ++d) (d < lead ? s.outer : s.len) *= a.sizes[d];
-          s.eps = static_cast<float>(n.eps);
-          break;
-        }
-        case Op::Copy:
-          s.kind = Kind::Copy;
-          s.bytes = out.is_bool();
-          s.walk2.rank = 1;
-          s.walk2.numel = s.walk2.sizes[0] = out.numel;
-          s.walk2.strides[0][0] = s.walk2.strides[1][0] = 1;
-          break;
-        case Op::Permute: {
-          s.kind = Kind::Copy;
-          init_walk_shape(out, s.walk2);
-          int64_t own[kMaxDims];
-          contiguous_strides(a.shape(), own);
-          for (int d = 0; d < out.rank; ++d) s.walk2.strides[1][d] = own[n.perm[d]];
-          fn::coalesce(s.walk2);
-          break;
-        }
-        case Op::Expand:
-          s.kind = Kind::Copy;
-          init_walk_shape(out, s.walk2);
-          broadcast_strides(a, out, s.walk2.strides[1]);
-          fn::coalesce(s.walk2);
-          break;
-        case Op::Select: {
-          // A strided copy of the slice: the input's strides without `dim`, starting at index * stride[dim].
-          s.kind = Kind::Copy;
-          init_walk_shape(out, s.walk2);
-          int64_t own[kMaxDims];
-          contiguous_strides(a.shape(), own);
-          for (int d = 0, o = 0; d < a.rank; ++d)
-            if (d != n.dim) s.walk2.strides[1][o++] = own[d];
-          s.src_offset = n.index * own[n.dim];
-          fn::coalesce(s.walk2);
-          break;
-        }
-        case Op::EqScalar:
-          s.kind = Kind::EqScalar;
-          s.param = static_cast<float>(n.scalar);  // torch compares a float tensor with the scalar in float
-          break;
-        case Op::LogicalNot: s.kind = Kind::LogicalNot; break;
-        case Op::Any:
-          s.kind = Kind::Any;
-          for (int d = 0; d < a.rank; ++d) {
-            if (d < n.dim) s.outer *= a.sizes[d];
-            else if (d == n.dim) s.len = a.sizes[d];
-            else s.inner *= a.sizes[d];
-          }
-          break;
-        case Op::Full:
-          s.kind = Kind::Fill;
-          s.bytes = out.is_bool();
-          s.param = static_cast<float>(n.value);
-          break;
-        case Op::Where:
-          s.kind = Kind::Where;
-          init_walk_shape(out, s.walk4);
-          for (int k = 0; k < 3; ++k) broadcast_strides(p_.values[n.in[k]], out, s.walk4.strides[k + 1]);
-          fn::coalesce(s.walk4);
-          break;
-      }
-    }
-  }
-
-  static fn::UnaryKind unary_kind(const NodeDesc& n) {
-    switch (n.op) {
-      case Op::AddScalar: return fn::UnaryKind::AddScalar;
-      case Op::MulScalar: return fn::UnaryKind::MulScalar;
-      case Op::Relu: return fn::UnaryKind::Relu;
-      case Op::Gelu: return n.approximate == 1 ? fn::UnaryKind::GeluTanh : fn::UnaryKind::GeluErf;
-      case Op::Sigmoid: return fn::UnaryKind::Sigmoid;
-      case Op::Tanh: return fn::UnaryKind::Tanh;
-      case Op::Exp: return fn::UnaryKind::Exp;
-      case Op::Neg: return fn::UnaryKind::Neg;
-      case Op::Sqrt: return fn::UnaryKind::Sqrt;
-      default: return fn::UnaryKind::Rsqrt;
+      n.kind->plan(n, p_.values, s);
     }
   }
 
@@ -498,28 +312,26 @@ class GraphExecutor {
     uint8_t* out_b = static_cast<uint8_t*>(ptr_[n.out[0]]);
     const int64_t numel = p_.values[n.out[0]].numel;
     switch (s.kind) {
-      case Kind::Skip: return {};
-      case Kind::Unary: return ops_.unary(s.unary, s.param, in(0), out, numel);
-      case Kind::Binary: return ops_.binary(s.binary, s.alpha, s.walk3, in(0), in(1), out);
-      case Kind::Copy:
+      case StepKind::Skip: return {};
+      case StepKind::Unary: return ops_.unary(s.unary, s.param, in(0), out, numel);
+      case StepKind::Binary: return ops_.binary(s.binary, s.alpha, s.walk3, in(0), in(1), out);
+      case StepKind::Copy:
         if (s.bytes) return ops_.copy(s.walk2, in_b(0) + s.src_offset, out_b);
         return ops_.copy(s.walk2, in(0) + s.src_offset, out);
-      case Kind::Gemm: {
-        const bool addmm = n.op == Op::Addmm;
+      case StepKind::Gemm:
         if (s.bias_copy) ETRT_CHECK_OK(ops_.copy(s.walk2, in(0), out));
-        return ops_.gemm(s.gemm, s.alpha, in(addmm ? 1 : 0), in(addmm ? 2 : 1), s.beta, out);
-      }
-      case Kind::Softmax: return ops_.softmax(in(0), out, s.outer, s.len, s.inner);
-      case Kind::LayerNorm:
+        return ops_.gemm(s.gemm, s.alpha, in(s.lhs), in(s.lhs + 1), s.beta, out);
+      case StepKind::Softmax: return ops_.softmax(in(0), out, s.outer, s.len, s.inner);
+      case StepKind::LayerNorm:
         return ops_.layer_norm(in(0), in(1), in(2), out, static_cast<float*>(ptr_[n.out[1]]),
                                static_cast<float*>(ptr_[n.out[2]]), s.outer, s.len, s.eps);
-      case Kind::EqScalar: return ops_.eq_scalar(s.param, in(0), out_b, numel);
-      case Kind::LogicalNot: return ops_.logical_not(in_b(0), out_b, numel);
-      case Kind::Any: return ops_.any(in_b(0), out_b, s.outer, s.len, s.inner);
-      case Kind::Fill:
+      case StepKind::EqScalar: return ops_.eq_scalar(s.param, in(0), out_b, numel);
+      case StepKind::LogicalNot: return ops_.logical_not(in_b(0), out_b, numel);
+      case StepKind::Any: return ops_.any(in_b(0), out_b, s.outer, s.len, s.inner);
+      case StepKind::Fill:
         if (s.bytes) return ops_.fill(static_cast<uint8_t>(s.param != 0.f), out_b, numel);
         return ops_.fill(s.param, out, numel);
-      case Kind::Where: return ops_.where(s.walk4, in_b(0), in(1), in(2), out);
+      case StepKind::Where: return ops_.where(s.walk4, in_b(0), in(1), in(2), out);
     }
     return fail(Error::Internal, "unknown step kind");
   }

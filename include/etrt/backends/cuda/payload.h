@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "etrt/backends/cuda/op_table.h"
 #include "etrt/backends/cuda/payload_format.h"
 #include "etrt/core/result.h"
 #include "etrt/core/tensor.h"
@@ -227,18 +228,18 @@ class Parser {
     const uint16_t num_attrs = c_.read<uint16_t>(what);
     const uint16_t reserved = c_.read<uint16_t>(what);
     ETRT_CHECK_OK(c_.status());
-    n.op = static_cast<Op>(op);
-    const std::string_view name = op_name(n.op);
-    if (name.empty())
+    n.op = op;
+    n.kind = find_op(op);
+    if (!n.kind)
       return fail(Error::NotSupported, "ECU1 payload: node ", index, " has op code ", op,
                   ", which version 1 does not define");
-    const std::string at = cat("ECU1 payload: node ", index, " (", name, ")");
+    const OpKind& kind = *n.kind;
+    const std::string at = cat("ECU1 payload: node ", index, " (", kind.name, ")");
     if (reserved != 0) return fail(Error::InvalidProgram, at, ": nonzero reserved field");
-    const OpInfo info = op_info(n.op);
-    if (n.num_in != info.num_in || n.num_out != info.num_out)
+    if (n.num_in != kind.num_in || n.num_out != kind.num_out)
       return fail(Error::InvalidProgram, at, ": has ", static_cast<int>(n.num_in), " inputs and ",
-                  static_cast<int>(n.num_out), " outputs, expected ", static_cast<int>(info.num_in), " and ",
-                  static_cast<int>(info.num_out));
+                  static_cast<int>(n.num_out), " outputs, expected ", static_cast<int>(kind.num_in), " and ",
+                  static_cast<int>(kind.num_out));
     for (int k = 0; k < n.num_in; ++k) n.in[k] = c_.read<uint32_t>(what + " inputs");
     for (int k = 0; k < n.num_out; ++k) n.out[k] = c_.read<uint32_t>(what + " outputs");
     c_.pad8(what + " value ids");
@@ -248,7 +249,7 @@ class Parser {
     for (int k = 0; k < n.num_in; ++k) {
       const uint32_t id = n.in[k];
       if (id == kAbsent) {
-        if (n.op == Op::LayerNorm && k > 0) continue;  // weight and bias are optional
+        if (kind.optional_inputs & (1u << k)) continue;
         return fail(Error::InvalidProgram, at, ": input ", k, " is absent but required");
       }
       if (id >= num_values_)
@@ -273,254 +274,32 @@ class Parser {
     }
 
     // Attributes.
-    const int expected_attrs = info.num_attrs >= 0 ? info.num_attrs : p_.values[n.in[0]].rank;
+    const size_t expected_attrs = kind.attrs == "*" ? p_.values[n.in[0]].rank : kind.attrs.size();
     if (num_attrs != expected_attrs)
       return fail(Error::InvalidProgram, at, ": has ", num_attrs, " attributes, expected ", expected_attrs);
     std::array<uint64_t, kMaxDims> raw{};
     for (int k = 0; k < num_attrs; ++k) raw[k] = c_.read<uint64_t>(what + " attributes");
     ETRT_CHECK_OK(c_.status());
-    ETRT_CHECK_OK(attributes(n, raw, at));
-    ETRT_CHECK_OK(dtypes(n, at));
-    return shapes(n, at);
+    if (kind.decode) ETRT_CHECK_OK(kind.decode(n, std::span<const uint64_t>(raw.data(), num_attrs), p_.values, at));
+    ETRT_CHECK_OK(dtypes(n, kind, at));
+    return kind.shape(n, p_.values, at);
   }
 
-  Status attributes(NodeDesc& n, const std::array<uint64_t, kMaxDims>& raw, const std::string& at) const {
-    const auto f64 = [&](int k) { return std::bit_cast<double>(raw[k]); };
-    const auto i64 = [&](int k) { return std::bit_cast<int64_t>(raw[k]); };
-    switch (n.op) {
-      case Op::Add:
-      case Op::Sub: n.alpha = f64(0); break;
-      case Op::AddScalar:
-      case Op::MulScalar: n.scalar = f64(0); break;
-      case Op::Gelu:
-        n.approximate = i64(0);
-        if (n.approximate != 0 && n.approximate != 1)
-          return fail(Error::InvalidProgram, at, ": approximate is ", n.approximate, ", expected 0 (none) or 1 (tanh)");
-        break;
-      case Op::Addmm:
-        n.beta = f64(0);
-        n.alpha = f64(1);
-        break;
-      case Op::Softmax: n.dim = i64(0); break;  // range checked with the shapes
-      case Op::LayerNorm:
-        n.eps = f64(0);
-        n.normalized_ndim = i64(1);
-        if (!(n.eps >= 0.0) || !std::isfinite(n.eps))
-          return fail(Error::InvalidProgram, at, ": eps ", n.eps, " is not a finite non-negative number");
-        break;
-      case Op::Select:
-        n.dim = i64(0);
-        n.index = i64(1);  // both range checked with the shapes
-        break;
-      case Op::EqScalar: n.scalar = f64(0); break;
-      case Op::Any:
-        n.dim = i64(0);
-        n.keepdim = i64(1);
-        if (n.keepdim != 0 && n.keepdim != 1)
-          return fail(Error::InvalidProgram, at, ": keepdim is ", n.keepdim, ", expected 0 or 1");
-        break;
-      case Op::Full: n.value = f64(0); break;  // checked against the output's dtype with the dtypes
-      case Op::Permute: {
-        const int rank = p_.values[n.in[0]].rank;
-        std::array<bool, kMaxDims> seen{};
-        for (int k = 0; k < rank; ++k) {
-          const int64_t d = i64(k);
-          if (d < 0 || d >= rank || seen[d])
-            return fail(Error::InvalidProgram, at, ": dims ", dims_str(raw, rank), " are not a permutation of 0..",
-                        rank - 1);
-          seen[d] = true;
-          n.perm[k] = static_cast<uint8_t>(d);
-        }
-        break;
-      }
-      default: break;
-    }
-    return {};
-  }
-
-  /// Each op's dtype rules (PAYLOAD.md): bool only where an op reads or writes a mask, float32 everywhere else.
-  Status dtypes(const NodeDesc& n, const std::string& at) const {
+  /// The op's dtypes column (PAYLOAD.md): bool only where an op reads or writes a mask, float32 everywhere else.
+  Status dtypes(const NodeDesc& n, const OpKind& kind, const std::string& at) const {
     const auto& V = p_.values;
-    constexpr ScalarType F = ScalarType::Float, B = ScalarType::Bool;
-    const auto want = [&](bool input, int k, ScalarType t) -> Status {
+    const size_t colon = kind.dtypes.find(':');
+    const auto want = [&](bool input, int k, char spec) -> Status {
       const uint32_t id = input ? n.in[k] : n.out[k];
-      if (id == kAbsent || V[id].dtype == t) return {};
+      if (id == kAbsent || spec == '?') return {};
+      const ScalarType t = spec == 'b' ? ScalarType::Bool : spec == '=' ? V[n.in[0]].dtype : ScalarType::Float;
+      if (V[id].dtype == t) return {};
       return fail(Error::InvalidProgram, at, ": ", input ? "input " : "output ", k, " (value ", id, ") is ",
                   numpy_name(V[id].dtype), ", expected ", numpy_name(t));
     };
-    switch (n.op) {
-      case Op::EqScalar:
-        ETRT_CHECK_OK(want(true, 0, F));
-        return want(false, 0, B);
-      case Op::LogicalNot:
-      case Op::Any:
-        ETRT_CHECK_OK(want(true, 0, B));
-        return want(false, 0, B);
-      case Op::Where:
-        ETRT_CHECK_OK(want(true, 0, B));
-        ETRT_CHECK_OK(want(true, 1, F));
-        ETRT_CHECK_OK(want(true, 2, F));
-        return want(false, 0, F);
-      case Op::Copy: return want(false, 0, V[n.in[0]].dtype);  // a reshape keeps the dtype, bool included
-      case Op::Full:
-        if (V[n.out[0]].is_bool() && n.value != 0.0 && n.value != 1.0)
-          return fail(Error::InvalidProgram, at, ": value ", n.value, " does not fit the bool output (0 or 1)");
-        return {};
-      default:
-        for (int k = 0; k < n.num_in; ++k) ETRT_CHECK_OK(want(true, k, F));
-        for (int k = 0; k < n.num_out; ++k) ETRT_CHECK_OK(want(false, k, F));
-        return {};
-    }
-  }
-
-  /// Each op's shape rules; after this the kernels trust every size they are given.
-  Status shapes(const NodeDesc& n, const std::string& at) const {
-    const auto& V = p_.values;
-    const auto sz = [&](int k) { return V[n.in[k]].shape(); };
-    const std::span<const int64_t> out = V[n.out[0]].shape();
-    const auto mismatch = [&](std::string_view what, std::span<const int64_t> expected) {
-      return fail(Error::InvalidProgram, at, ": ", what, " has sizes ", shape_str(out), ", expected ",
-                  shape_str(expected));
-    };
-    switch (n.op) {
-      case Op::Add:
-      case Op::Sub:
-      case Op::Mul:
-      case Op::Div: {
-        std::array<int64_t, kMaxDims> b{};
-        size_t rank = 0;
-        if (!broadcast(sz(0), sz(1), b, rank))
-          return fail(Error::InvalidProgram, at, ": input sizes ", shape_str(sz(0)), " and ", shape_str(sz(1)),
-                      " do not broadcast");
-        if (!same(out, {b.data(), rank})) return mismatch("output", {b.data(), rank});
-        return {};
-      }
-      case Op::AddScalar:
-      case Op::MulScalar:
-      case Op::Relu:
-      case Op::Gelu:
-      case Op::Sigmoid:
-      case Op::Tanh:
-      case Op::Exp:
-      case Op::Neg:
-      case Op::Sqrt:
-      case Op::Rsqrt:
-        if (!same(out, sz(0))) return mismatch("output", sz(0));
-        return {};
-      case Op::Mm:
-      case Op::Addmm:
-      case Op::Bmm: {
-        const bool batched = n.op == Op::Bmm;
-        const size_t rank = batched ? 3 : 2;
-        const int ai = n.op == Op::Addmm ? 1 : 0;
-        const auto a = sz(ai), b = sz(ai + 1);
-        if (a.size() != rank || b.size() != rank)
-          return fail(Error::InvalidProgram, at, ": operands must have rank ", rank, ", got ", shape_str(a), " and ",
-                      shape_str(b));
-        if (a[rank - 1] != b[rank - 2] || (batched && a[0] != b[0]))
-          return fail(Error::InvalidProgram, at, ": operand sizes ", shape_str(a), " and ", shape_str(b),
-                      " cannot be multiplied");
-        std::array<int64_t, 3> o{};
-        if (batched) o = {a[0], a[1], b[2]};
-        else o = {a[0], b[1], 0};
-        const std::span<const int64_t> expected(o.data(), rank);
-        if (!same(out, expected)) return mismatch("output", expected);
-        if (n.op == Op::Addmm && !expands_to(sz(0), expected))
-          return fail(Error::InvalidProgram, at, ": bias sizes ", shape_str(sz(0)), " do not broadcast to ",
-                      shape_str(expected));
-        return {};
-      }
-      case Op::Softmax: {
-        const int64_t rank = static_cast<int64_t>(sz(0).size());
-        if (n.dim < 0 || n.dim >= std::max<int64_t>(rank, 1))
-          return fail(Error::InvalidProgram, at, ": dim ", n.dim, " is out of range for rank ", rank);
-        if (!same(out, sz(0))) return mismatch("output", sz(0));
-        return {};
-      }
-      case Op::LayerNorm: {
-        const auto x = sz(0);
-        const int64_t rank = static_cast<int64_t>(x.size());
-        if (n.normalized_ndim < 1 || n.normalized_ndim > rank)
-          return fail(Error::InvalidProgram, at, ": normalized_ndim ", n.normalized_ndim, " must be in 1..", rank,
-                      " (the input's rank)");
-        const std::span<const int64_t> normalized = x.subspan(static_cast<size_t>(rank - n.normalized_ndim));
-        for (int k = 1; k < 3; ++k)
-          if (n.in[k] != kAbsent && !same(sz(k), normalized))
-            return fail(Error::InvalidProgram, at, ": ", k == 1 ? "weight" : "bias", " has sizes ",
-                        shape_str(sz(k)), ", expected the normalized sizes ", shape_str(normalized));
-        if (!same(out, x)) return mismatch("output 0", x);
-        std::array<int64_t, kMaxDims> stats{};
-        for (int64_t d = 0; d < rank; ++d) stats[d] = d < rank - n.normalized_ndim ? x[d] : 1;
-        for (int k = 1; k < 3; ++k) {
-          const auto got = V[n.out[k]].shape();
-          if (!same(got, {stats.data(), static_cast<size_t>(rank)}))
-            return fail(Error::InvalidProgram, at, ": output ", k, k == 1 ? " (mean)" : " (rstd)", " has sizes ",
-                        shape_str(got), ", expected ", shape_str({stats.data(), static_cast<size_t>(rank)}));
-        }
-        return {};
-      }
-      case Op::Copy:
-        if (V[n.out[0]].numel != V[n.in[0]].numel)
-          return fail(Error::InvalidProgram, at, ": output sizes ", shape_str(out), " have a different element count "
-                      "than the input's ", shape_str(sz(0)));
-        return {};
-      case Op::Permute: {
-        const auto a = sz(0);
-        std::array<int64_t, kMaxDims> o{};
-        for (size_t d = 0; d < a.size(); ++d) o[d] = a[n.perm[d]];
-        if (!same(out, {o.data(), a.size()})) return mismatch("output", {o.data(), a.size()});
-        return {};
-      }
-      case Op::Expand:
-        if (!expands_to(sz(0), out))
-          return fail(Error::InvalidProgram, at, ": input sizes ", shape_str(sz(0)), " do not expand to the output's ",
-                      shape_str(out));
-        return {};
-      case Op::Select: {
-        const auto a = sz(0);
-        const int64_t rank = static_cast<int64_t>(a.size());
-        if (n.dim < 0 || n.dim >= rank)
-          return fail(Error::InvalidProgram, at, ": dim ", n.dim, " is out of range for rank ", rank);
-        if (n.index < 0 || n.index >= a[n.dim])
-          return fail(Error::InvalidProgram, at, ": index ", n.index, " is out of range for size ", a[n.dim],
-                      " of dim ", n.dim);
-        std::array<int64_t, kMaxDims> o{};
-        size_t r = 0;
-        for (int64_t d = 0; d < rank; ++d)
-          if (d != n.dim) o[r++] = a[d];
-        if (!same(out, {o.data(), r})) return mismatch("output", {o.data(), r});
-        return {};
-      }
-      case Op::EqScalar:
-      case Op::LogicalNot:
-        if (!same(out, sz(0))) return mismatch("output", sz(0));
-        return {};
-      case Op::Any: {
-        const auto a = sz(0);
-        const int64_t rank = static_cast<int64_t>(a.size());
-        if (n.dim < 0 || n.dim >= std::max<int64_t>(rank, 1))
-          return fail(Error::InvalidProgram, at, ": dim ", n.dim, " is out of range for rank ", rank);
-        std::array<int64_t, kMaxDims> o{};
-        size_t r = 0;
-        for (int64_t d = 0; d < rank; ++d) {
-          if (d != n.dim) o[r++] = a[d];
-          else if (n.keepdim) o[r++] = 1;
-        }
-        if (!same(out, {o.data(), r})) return mismatch("output", {o.data(), r});
-        return {};
-      }
-      case Op::Full: return {};  // the output's sizes are the op's only shape
-      case Op::Where: {
-        std::array<int64_t, kMaxDims> ab{}, abc{};
-        size_t r1 = 0, r2 = 0;
-        if (!broadcast(sz(1), sz(2), ab, r1) || !broadcast(sz(0), {ab.data(), r1}, abc, r2))
-          return fail(Error::InvalidProgram, at, ": input sizes ", shape_str(sz(0)), ", ", shape_str(sz(1)), " and ",
-                      shape_str(sz(2)), " do not broadcast");
-        if (!same(out, {abc.data(), r2})) return mismatch("output", {abc.data(), r2});
-        return {};
-      }
-    }
-    return fail(Error::Internal, at, ": no shape rule");
+    for (int k = 0; k < n.num_in; ++k) ETRT_CHECK_OK(want(true, k, kind.dtypes[k]));
+    for (int k = 0; k < n.num_out; ++k) ETRT_CHECK_OK(want(false, k, kind.dtypes[colon + 1 + k]));
+    return {};
   }
 
   Status constants() {
@@ -553,12 +332,6 @@ class Parser {
                     v.nbytes(), ") is outside the constants region (", constants_size_, " bytes)");
     }
     return {};
-  }
-
-  static std::string dims_str(const std::array<uint64_t, kMaxDims>& raw, int rank) {
-    std::string s = "[";
-    for (int i = 0; i < rank; ++i) s += cat(i ? ", " : "", std::bit_cast<int64_t>(raw[i]));
-    return s + "]";
   }
 
   std::span<const uint8_t> bytes_;

@@ -1,6 +1,6 @@
-// The CUDA delegate's payload (format ECU1, see PAYLOAD.md next to this file): the op table (codes, names,
-// arities), the parsed descriptors a GraphExecutor runs and the shape helpers both use. Parsing and validation
-// are in payload.h.
+// The CUDA delegate's payload (format ECU1, see PAYLOAD.md next to this file): the parsed descriptors a
+// GraphExecutor runs and the shape helpers the parser and the executor share. The ops are in op_table.h; parsing
+// and validation in payload.h.
 #pragma once
 
 #include <algorithm>
@@ -18,71 +18,7 @@ namespace etrt::cuda {
 
 static_assert(std::endian::native == std::endian::little, "the ECU1 reader assumes a little-endian host");
 
-enum class Op : uint16_t {
-  Add = 1,
-  Sub = 2,
-  Mul = 3,
-  Div = 4,
-  AddScalar = 5,
-  MulScalar = 6,
-  Relu = 10,
-  Gelu = 11,
-  Sigmoid = 12,
-  Tanh = 13,
-  Exp = 14,
-  Neg = 15,
-  Sqrt = 16,
-  Rsqrt = 17,
-  Mm = 20,
-  Addmm = 21,
-  Bmm = 22,
-  Softmax = 30,
-  LayerNorm = 31,
-  Copy = 40,
-  Permute = 41,
-  Expand = 42,
-  Select = 43,
-  EqScalar = 50,
-  LogicalNot = 51,
-  Any = 52,
-  Full = 53,
-  Where = 54,
-};
-
-/// The op's name as PAYLOAD.md spells it, or "" for a code version 1 does not define.
-constexpr std::string_view op_name(Op op) {
-  switch (op) {
-    case Op::Add: return "ADD";
-    case Op::Sub: return "SUB";
-    case Op::Mul: return "MUL";
-    case Op::Div: return "DIV";
-    case Op::AddScalar: return "ADD_SCALAR";
-    case Op::MulScalar: return "MUL_SCALAR";
-    case Op::Relu: return "RELU";
-    case Op::Gelu: return "GELU";
-    case Op::Sigmoid: return "SIGMOID";
-    case Op::Tanh: return "TANH";
-    case Op::Exp: return "EXP";
-    case Op::Neg: return "NEG";
-    case Op::Sqrt: return "SQRT";
-    case Op::Rsqrt: return "RSQRT";
-    case Op::Mm: return "MM";
-    case Op::Addmm: return "ADDMM";
-    case Op::Bmm: return "BMM";
-    case Op::Softmax: return "SOFTMAX";
-    case Op::LayerNorm: return "LAYER_NORM";
-    case Op::Copy: return "COPY";
-    case Op::Permute: return "PERMUTE";
-    case Op::Expand: return "EXPAND";
-    case Op::Select: return "SELECT";
-    case Op::EqScalar: return "EQ_SCALAR";
-    case Op::LogicalNot: return "LOGICAL_NOT";
-    case Op::Any: return "ANY";
-    case Op::Full: return "FULL";
-    case Op::Where: return "WHERE";
-  }
-  return "";
-}
+struct OpKind;  // op_table.h
 
 inline constexpr uint32_t kAbsent = 0xFFFFFFFFu;  // an absent optional node input
 inline constexpr uint8_t kFlagInput = 1, kFlagOutput = 2, kFlagConstant = 4;
@@ -107,7 +43,8 @@ struct ValueDesc {
 };
 
 struct NodeDesc {
-  Op op{};
+  uint16_t op = 0;                 // the op code
+  const OpKind* kind = nullptr;    // its entry in kOps (op_table.h), set by the parser
   uint8_t num_in = 0, num_out = 0;
   std::array<uint32_t, kMaxNodeInputs> in{kAbsent, kAbsent, kAbsent};
   std::array<uint32_t, kMaxNodeOutputs> out{kAbsent, kAbsent, kAbsent};
@@ -168,46 +105,6 @@ inline std::string order_str(std::span<const uint8_t> order) {
   std::string s = "[";
   for (size_t i = 0; i < order.size(); ++i) s += cat(i ? ", " : "", static_cast<int>(order[i]));
   return s + "]";
-}
-
-struct OpInfo {
-  uint8_t num_in, num_out;
-  int num_attrs;  // -1: one per dimension of the input (PERMUTE)
-};
-
-/// Arities from the op table in PAYLOAD.md (only meaningful for codes op_name knows).
-constexpr OpInfo op_info(Op op) {
-  switch (op) {
-    case Op::Add:
-    case Op::Sub: return {2, 1, 1};
-    case Op::Mul:
-    case Op::Div: return {2, 1, 0};
-    case Op::AddScalar:
-    case Op::MulScalar: return {1, 1, 1};
-    case Op::Gelu: return {1, 1, 1};
-    case Op::Relu:
-    case Op::Sigmoid:
-    case Op::Tanh:
-    case Op::Exp:
-    case Op::Neg:
-    case Op::Sqrt:
-    case Op::Rsqrt: return {1, 1, 0};
-    case Op::Mm: return {2, 1, 0};
-    case Op::Addmm: return {3, 1, 2};
-    case Op::Bmm: return {2, 1, 0};
-    case Op::Softmax: return {1, 1, 1};
-    case Op::LayerNorm: return {3, 3, 2};
-    case Op::Copy: return {1, 1, 0};
-    case Op::Permute: return {1, 1, -1};
-    case Op::Expand: return {1, 1, 0};
-    case Op::Select: return {1, 1, 2};
-    case Op::EqScalar: return {1, 1, 1};
-    case Op::LogicalNot: return {1, 1, 0};
-    case Op::Any: return {1, 1, 2};
-    case Op::Full: return {0, 1, 1};
-    case Op::Where: return {3, 1, 0};
-  }
-  return {0, 0, 0};
 }
 
 }  // namespace payload_detail

@@ -2,7 +2,8 @@
 // padding (top, right, bottom, left). Each output holds its window's maximum and the maximum's position in the
 // window. As XNNPACK's indirection buffer does, a padded position reads the nearest input element (coordinates are
 // clamped), positions are numbered column by column (x * pooling_height + y), and the first of equal maxima wins.
-// Indices are written as floats (exact: a window has at most 2^32 positions, check_node) for the int32 staging.
+// Indices are written as floats (exact: a window has at most 2^24 positions, checks::argmax_pooling) for the int32
+// staging.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// What the XNNPACK executor checks of a validated Graph before it runs it (Note: each case of check_node says what
-// run_node assumes) and the scratch each node needs (Note [xnnpack scratch]).
+// What the XNNPACK executor checks of a parsed Graph before it runs it (each check says what the node kind's run
+// function assumes) and the scratch each node kind needs (Note [xnnpack scratch]). The node kinds' table
+// (node_table.h) names each kind's check and scratch.
 #pragma once
 
 #include <algorithm>
@@ -8,23 +9,12 @@
 #include <span>
 #include <vector>
 
-#include "etrt/backends/xnnpack/payload.h"
-#include "etrt/core/evalue.h"  // Scalar
+#include "etrt/backends/xnnpack/graph.h"
+#include "etrt/core/tensor.h"  // shape_str
 
 namespace etrt::xnnpack {
 
 namespace detail {
-
-inline Scalar fscalar(double d) {
-  Scalar s;
-  s.v = d;
-  return s;
-}
-inline Scalar iscalar(int64_t i) {
-  Scalar s;
-  s.v = i;
-  return s;
-}
 
 /// The product of `d`, or -1 when it overflows (dims come from the payload).
 inline int64_t product(std::span<const int64_t> d) {
@@ -56,148 +46,174 @@ inline SpatialPad split_padding(const Node& n) {
   p.right = r - p.symmetric[1];
   return p;
 }
+inline bool symmetric_padding(const Node& n) { return n.conv[0] == n.conv[2] && n.conv[1] == n.conv[3]; }
+inline int64_t rank(const Graph& g, uint32_t id) { return static_cast<int64_t>(g.values[id].dims.size()); }
 
-inline Result<uint64_t> scratch_floats(const Graph& g, const Node& n) {
-  using K = NodeKind;
-  const auto& in = g.values[n.inputs[0]];
-  uint64_t need = 0;
-  const bool spatial = n.kind == K::Conv2d || n.kind == K::DepthwiseConv2d || n.kind == K::MaxPooling2d;
-  if (spatial) {
-    const SpatialPad p = split_padding(n);
-    if (p.explicit_pad()) {
-      const auto& d = in.dims;  // NHWC, 4-D: check_node
-      if (p.top + p.bottom > std::max<int64_t>(d[1], 1) || p.left + p.right > std::max<int64_t>(d[2], 1))
-        return fail(Error::InvalidProgram, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
-                    ", left ", n.conv[3], ", right ", n.conv[1], ") exceeds the input ", shape_str(d));
-      const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
-      const int64_t e = product(padded);
-      if (e < 0) return fail(Error::InvalidProgram, n.where(), ": padded input overflows");
-      need = static_cast<uint64_t>(e);
-    }
-  }
-  if (n.kind == K::MaxPooling2d) {
-    need = (need + 1) / 2 * 2;  // the int64 indices follow, 8-byte aligned
-    need += 2 * static_cast<uint64_t>(g.values[n.output].numel);
-  }
-  if (n.kind == K::PReLU) need = static_cast<uint64_t>(in.numel);
-  if (n.kind == K::ScaledDotProductAttention) need = static_cast<uint64_t>(g.values[n.inputs[1]].numel);  // >= U logits
-  if (n.kind == K::StaticSlice) need = 2 * static_cast<uint64_t>(in.numel);  // two intermediates taking turns
-  return need;
+}  // namespace detail
+
+/// Note [xnnpack scratch]: a node kind's scratch, in floats (nullptr in the table: none).
+using ScratchFn = Result<uint64_t> (*)(const Graph&, const Node&);
+/// What a node kind's run function relies on that depends only on the graph (nullptr in the table: nothing beyond
+/// checks::common). Each check says what the run function assumes.
+using CheckFn = Status (*)(const Graph&, const Node&);
+
+namespace scratch {
+
+/// Convolution and max pooling: the input with the excess of asymmetric padding materialised.
+inline Result<uint64_t> padded_input(const Graph& g, const Node& n) {
+  const detail::SpatialPad p = detail::split_padding(n);
+  if (!p.explicit_pad()) return uint64_t{0};
+  const auto& d = g.values[n.inputs[0]].dims;  // NHWC, 4-D: checks::conv / checks::max_pooling
+  if (p.top + p.bottom > std::max<int64_t>(d[1], 1) || p.left + p.right > std::max<int64_t>(d[2], 1))
+    return fail(Error::InvalidProgram, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
+                ", left ", n.conv[3], ", right ", n.conv[1], ") exceeds the input ", shape_str(d));
+  const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
+  const int64_t e = detail::product(padded);
+  if (e < 0) return fail(Error::InvalidProgram, n.where(), ": padded input overflows");
+  return static_cast<uint64_t>(e);
+}
+/// Max pooling: the padded input, then the int64 indices the kernel writes (8-byte aligned).
+inline Result<uint64_t> max_pooling(const Graph& g, const Node& n) {
+  ETRT_TRY(uint64_t need, padded_input(g, n));
+  return (need + 1) / 2 * 2 + 2 * static_cast<uint64_t>(g.values[n.output].numel);
+}
+/// PReLU: the input's negative part.
+inline Result<uint64_t> input_size(const Graph& g, const Node& n) {
+  return static_cast<uint64_t>(g.values[n.inputs[0]].numel);
+}
+/// Slice: two intermediates taking turns.
+inline Result<uint64_t> two_inputs(const Graph& g, const Node& n) {
+  return 2 * static_cast<uint64_t>(g.values[n.inputs[0]].numel);
+}
+/// Attention: one row of logits (U floats; the key holds at least U elements).
+inline Result<uint64_t> key_size(const Graph& g, const Node& n) {
+  return static_cast<uint64_t>(g.values[n.inputs[1]].numel);
 }
 
-/// Checks what depends only on the graph, so execute can rely on it (Note: each case says what run_node assumes).
-inline Status check_node(const Graph& g, const Node& n) {
-  using K = NodeKind;
-  const Value& out = g.values[n.output];
-  const Value& in0 = g.values[n.inputs[0]];
-  const auto rank = [&](uint32_t id) { return static_cast<int64_t>(g.values[id].dims.size()); };
-  switch (n.kind) {
-    case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d: {
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4 || rank(n.inputs[1]) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input, filter and output must be 4-D (NHWC / OHWI)");
-      // Conv2d and DepthwiseConv2d pad asymmetric inputs explicitly (run_node); a transposed conv cannot.
-      if (n.kind == K::ConvTranspose2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
-        return fail(Error::NotSupported, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
-                    ", left ", n.conv[3], ", right ", n.conv[1], ") is not supported");
-      if (n.conv[12] == 0) return fail(Error::InvalidProgram, n.where(), ": groups is 0");
-      if (n.kind == K::ConvTranspose2d && n.conv[12] != 1)
-        return fail(Error::NotSupported, n.where(), ": grouped transposed convolution is not supported");
-      if (n.inputs[2] != kNoValue && rank(n.inputs[2]) != 1)
-        return fail(Error::InvalidProgram, n.where(), ": bias must be 1-D");
-      break;
-    }
-    case K::MaxPooling2d: case K::AvgPooling2d:
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
-      // Max pooling pads asymmetric inputs explicitly with -inf (the exporter's ceil_mode); average pooling's
-      // divisor excludes padding, which explicit padding cannot express.
-      if (n.kind == K::AvgPooling2d && (n.conv[0] != n.conv[2] || n.conv[1] != n.conv[3]))
-        return fail(Error::NotSupported, n.where(), ": asymmetric padding is not supported");
-      break;
-    case K::GlobalAvgPooling2d:
-    case K::StaticResizeBilinear2D:
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
-      break;
-    case K::StaticTranspose: {
-      if (static_cast<int64_t>(n.ints.size()) != rank(n.inputs[0]))
-        return fail(Error::InvalidProgram, n.where(), ": perm has ", n.ints.size(), " dims, input has ", rank(n.inputs[0]));
-      std::vector<bool> seen(n.ints.size());
-      for (int64_t p : n.ints) {
-        if (p < 0 || p >= static_cast<int64_t>(n.ints.size()) || seen[p])
-          return fail(Error::InvalidProgram, n.where(), ": perm ", shape_str(n.ints), " is not a permutation");
-        seen[p] = true;
-      }
-      break;
-    }
-    case K::StaticReshape: case K::Convert: case K::Copy: case K::Clamp:
-      // run_node copies bytes: the element counts must agree.
-      if (in0.numel != out.numel)
-        return fail(Error::InvalidProgram, n.where(), ": input has ", in0.numel, " elements, output ", out.numel);
-      break;
-    case K::StaticSlice:
-      if (static_cast<int64_t>(n.ints.size()) != 2 * rank(n.inputs[0]))
-        return fail(Error::InvalidProgram, n.where(), ": offsets/sizes do not match the input rank");
-      for (size_t d = 0; d < in0.dims.size(); ++d) {
-        const int64_t off = n.ints[d], size = n.ints[in0.dims.size() + d];
-        if (off > in0.dims[d] || (size != 0 && size > in0.dims[d] - off))
-          return fail(Error::InvalidProgram, n.where(), ": slice [", off, ", +", size, ") outside dim ", d,
-                      " of size ", in0.dims[d]);
-      }
-      break;
-    case K::StaticConstantPad:
-      if (static_cast<int64_t>(n.ints.size()) != 2 * rank(n.inputs[0]))
-        return fail(Error::InvalidProgram, n.where(), ": paddings do not match the input rank");
-      break;
-    case K::Concatenate2: case K::Concatenate3: case K::Concatenate4: case K::Concatenate5:
-      if (n.axis >= out.dims.size()) return fail(Error::InvalidProgram, n.where(), ": axis ", n.axis, " out of range");
-      break;
-    case K::BatchMatrixMultiply: {
-      if (n.flags != 0) return fail(Error::NotSupported, n.where(), ": flags ", n.flags, " (transposed B) not supported");
-      const Value& b = g.values[n.inputs[1]];
-      if (in0.dims.size() < 3 || b.dims.size() != in0.dims.size() ||
-          !std::equal(in0.dims.begin(), in0.dims.end() - 2, b.dims.begin()))
-        return fail(Error::NotSupported, n.where(), ": only equal-batch matrix products of rank >= 3 are supported (",
-                    shape_str(in0.dims), " x ", shape_str(b.dims), ")");
-      break;
-    }
-    case K::ArgMaxPooling2d:
-      if (rank(n.inputs[0]) != 4 || rank(n.output) != 4 || rank(n.index_output) != 4)
-        return fail(Error::InvalidProgram, n.where(), ": input and outputs must be 4-D (NHWC)");
-      if (g.values[n.output].datatype != Datatype::Fp32 || g.values[n.index_output].datatype != Datatype::Int32)
-        return fail(Error::NotSupported, n.where(), ": only fp32 values with int32 indices are supported");
-      if (g.values[n.output].dims != g.values[n.index_output].dims)
-        return fail(Error::InvalidProgram, n.where(), ": value output ", shape_str(g.values[n.output].dims),
-                    " and index output ", shape_str(g.values[n.index_output].dims), " differ");
-      // Positions are held as floats until written out (argmax_pooling.h): exact up to 2^24.
-      if (uint64_t{n.conv[4]} * n.conv[5] < 2 || uint64_t{n.conv[4]} * n.conv[5] > (1u << 24))
-        return fail(Error::InvalidProgram, n.where(), ": pooling ", n.conv[4], "x", n.conv[5],
-                    " must have 2 to 2^24 positions");
-      for (int s = 0; s < 4; ++s)
-        if (n.conv[s] > (1u << 16)) return fail(Error::InvalidProgram, n.where(), ": padding ", n.conv[s], " is too large");
-      break;
-    case K::ScaledDotProductAttention: {
-      const int64_t rq = rank(n.inputs[0]), rk = rank(n.inputs[1]);
-      if (rq < 3 || (rk != rq && rk != rq - 1) || rank(n.inputs[2]) != rk || rank(n.inputs[3]) != 1 ||
-          rank(n.inputs[4]) != 2 || rank(n.output) != rq)
-        return fail(Error::InvalidProgram, n.where(), ": query [*, H, T, C], key/value [*, (H,) U, C|D], scale [C], ",
-                    "mask [T, U] and output [*, H, T, D] have the wrong ranks (", shape_str(in0.dims), ", ",
-                    shape_str(g.values[n.inputs[1]].dims), ", ", shape_str(g.values[n.inputs[2]].dims), ", ",
-                    shape_str(g.values[n.inputs[3]].dims), ", ", shape_str(g.values[n.inputs[4]].dims), ")");
-      break;
-    }
-    default:
-      break;
-  }
-  // int32 values are ArgMaxPooling2d's indices; every kernel here reads floats.
+}  // namespace scratch
+
+namespace checks {
+
+/// Every kind: int32 values are ArgMaxPooling2d's indices; every kernel here reads floats.
+inline Status common(const Graph& g, const Node& n) {
   for (const uint32_t id : n.inputs)
     if (id != kNoValue && g.values[id].datatype == Datatype::Int32)
       return fail(Error::NotSupported, n.where(), ": input value ", id, " is int32; only fp32 and quantized inputs are supported");
-  if (n.kind != K::ArgMaxPooling2d && g.values[n.output].datatype == Datatype::Int32)
+  if (!n.has_index_output && g.values[n.output].datatype == Datatype::Int32)
     return fail(Error::NotSupported, n.where(), ": output value ", n.output, " is int32");
   return {};
 }
 
-}  // namespace detail
+/// Conv2d and DepthwiseConv2d (asymmetric padding is applied explicitly, into scratch).
+inline Status conv(const Graph& g, const Node& n) {
+  using detail::rank;
+  if (rank(g, n.inputs[0]) != 4 || rank(g, n.output) != 4 || rank(g, n.inputs[1]) != 4)
+    return fail(Error::InvalidProgram, n.where(), ": input, filter and output must be 4-D (NHWC / OHWI)");
+  if (n.conv[12] == 0) return fail(Error::InvalidProgram, n.where(), ": groups is 0");
+  if (n.inputs[2] != kNoValue && rank(g, n.inputs[2]) != 1)
+    return fail(Error::InvalidProgram, n.where(), ": bias must be 1-D");
+  return {};
+}
+/// ConvTranspose2d: as conv, but padding cannot be applied to the input, and groups must be 1.
+inline Status transposed_conv(const Graph& g, const Node& n) {
+  ETRT_CHECK_OK(conv(g, n));
+  if (!detail::symmetric_padding(n))
+    return fail(Error::NotSupported, n.where(), ": asymmetric padding (top ", n.conv[0], ", bottom ", n.conv[2],
+                ", left ", n.conv[3], ", right ", n.conv[1], ") is not supported");
+  if (n.conv[12] != 1) return fail(Error::NotSupported, n.where(), ": grouped transposed convolution is not supported");
+  return {};
+}
+/// Input and output 4-D (NHWC): max pooling (which pads asymmetric inputs explicitly with -inf, the exporter's
+/// ceil_mode), global pooling, resize.
+inline Status nhwc(const Graph& g, const Node& n) {
+  if (detail::rank(g, n.inputs[0]) != 4 || detail::rank(g, n.output) != 4)
+    return fail(Error::InvalidProgram, n.where(), ": input and output must be 4-D (NHWC)");
+  return {};
+}
+/// Average pooling: its divisor excludes padding, which explicit padding cannot express.
+inline Status avg_pooling(const Graph& g, const Node& n) {
+  ETRT_CHECK_OK(nhwc(g, n));
+  if (!detail::symmetric_padding(n)) return fail(Error::NotSupported, n.where(), ": asymmetric padding is not supported");
+  return {};
+}
+inline Status transpose(const Graph& g, const Node& n) {
+  if (static_cast<int64_t>(n.ints.size()) != detail::rank(g, n.inputs[0]))
+    return fail(Error::InvalidProgram, n.where(), ": perm has ", n.ints.size(), " dims, input has ",
+                detail::rank(g, n.inputs[0]));
+  std::vector<bool> seen(n.ints.size());
+  for (int64_t p : n.ints) {
+    if (p < 0 || p >= static_cast<int64_t>(n.ints.size()) || seen[p])
+      return fail(Error::InvalidProgram, n.where(), ": perm ", shape_str(n.ints), " is not a permutation");
+    seen[p] = true;
+  }
+  return {};
+}
+/// Kinds run as a byte copy (reshape, convert, copy, clamp): the element counts must agree.
+inline Status same_size(const Graph& g, const Node& n) {
+  const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
+  if (in.numel != out.numel)
+    return fail(Error::InvalidProgram, n.where(), ": input has ", in.numel, " elements, output ", out.numel);
+  return {};
+}
+inline Status slice(const Graph& g, const Node& n) {
+  const Value& in = g.values[n.inputs[0]];
+  if (static_cast<int64_t>(n.ints.size()) != 2 * detail::rank(g, n.inputs[0]))
+    return fail(Error::InvalidProgram, n.where(), ": offsets/sizes do not match the input rank");
+  for (size_t d = 0; d < in.dims.size(); ++d) {
+    const int64_t off = n.ints[d], size = n.ints[in.dims.size() + d];
+    if (off > in.dims[d] || (size != 0 && size > in.dims[d] - off))
+      return fail(Error::InvalidProgram, n.where(), ": slice [", off, ", +", size, ") outside dim ", d, " of size ",
+                  in.dims[d]);
+  }
+  return {};
+}
+inline Status constant_pad(const Graph& g, const Node& n) {
+  if (static_cast<int64_t>(n.ints.size()) != 2 * detail::rank(g, n.inputs[0]))
+    return fail(Error::InvalidProgram, n.where(), ": paddings do not match the input rank");
+  return {};
+}
+inline Status concatenate(const Graph& g, const Node& n) {
+  if (n.axis >= g.values[n.output].dims.size())
+    return fail(Error::InvalidProgram, n.where(), ": axis ", n.axis, " out of range");
+  return {};
+}
+inline Status batch_matmul(const Graph& g, const Node& n) {
+  if (n.flags != 0) return fail(Error::NotSupported, n.where(), ": flags ", n.flags, " (transposed B) not supported");
+  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
+  if (a.dims.size() < 3 || b.dims.size() != a.dims.size() || !std::equal(a.dims.begin(), a.dims.end() - 2, b.dims.begin()))
+    return fail(Error::NotSupported, n.where(), ": only equal-batch matrix products of rank >= 3 are supported (",
+                shape_str(a.dims), " x ", shape_str(b.dims), ")");
+  return {};
+}
+inline Status argmax_pooling(const Graph& g, const Node& n) {
+  using detail::rank;
+  if (rank(g, n.inputs[0]) != 4 || rank(g, n.output) != 4 || rank(g, n.index_output) != 4)
+    return fail(Error::InvalidProgram, n.where(), ": input and outputs must be 4-D (NHWC)");
+  if (g.values[n.output].datatype != Datatype::Fp32 || g.values[n.index_output].datatype != Datatype::Int32)
+    return fail(Error::NotSupported, n.where(), ": only fp32 values with int32 indices are supported");
+  if (g.values[n.output].dims != g.values[n.index_output].dims)
+    return fail(Error::InvalidProgram, n.where(), ": value output ", shape_str(g.values[n.output].dims),
+                " and index output ", shape_str(g.values[n.index_output].dims), " differ");
+  // Positions are held as floats until written out (argmax_pooling.h): exact up to 2^24.
+  if (uint64_t{n.conv[4]} * n.conv[5] < 2 || uint64_t{n.conv[4]} * n.conv[5] > (1u << 24))
+    return fail(Error::InvalidProgram, n.where(), ": pooling ", n.conv[4], "x", n.conv[5],
+                " must have 2 to 2^24 positions");
+  for (int s = 0; s < 4; ++s)
+    if (n.conv[s] > (1u << 16)) return fail(Error::InvalidProgram, n.where(), ": padding ", n.conv[s], " is too large");
+  return {};
+}
+inline Status sdpa(const Graph& g, const Node& n) {
+  using detail::rank;
+  const int64_t rq = rank(g, n.inputs[0]), rk = rank(g, n.inputs[1]);
+  if (rq < 3 || (rk != rq && rk != rq - 1) || rank(g, n.inputs[2]) != rk || rank(g, n.inputs[3]) != 1 ||
+      rank(g, n.inputs[4]) != 2 || rank(g, n.output) != rq)
+    return fail(Error::InvalidProgram, n.where(), ": query [*, H, T, C], key/value [*, (H,) U, C|D], scale [C], ",
+                "mask [T, U] and output [*, H, T, D] have the wrong ranks (", shape_str(g.values[n.inputs[0]].dims),
+                ", ", shape_str(g.values[n.inputs[1]].dims), ", ", shape_str(g.values[n.inputs[2]].dims), ", ",
+                shape_str(g.values[n.inputs[3]].dims), ", ", shape_str(g.values[n.inputs[4]].dims), ")");
+  return {};
+}
+
+}  // namespace checks
 
 }  // namespace etrt::xnnpack

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "etrt/backends/xnnpack/payload.h"
+#include "etrt/backends/xnnpack/graph.h"
 
 namespace etrt::xnnpack {
 

@@ -15,95 +15,18 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <limits>
 #include <span>
-#include <string>
 #include <string_view>
 #include <vector>
 
+#include "etrt/backends/xnnpack/graph.h"
+#include "etrt/backends/xnnpack/node_table.h"
+#include "etrt/backends/xnnpack/quant_params.h"
 #include "etrt/core/result.h"
 #include "etrt/core/tensor.h"  // shape_str
-#include "etrt/backends/xnnpack/quant_params.h"
 #include "etrt/format/flatbuffer.h"
 
 namespace etrt::xnnpack {
-
-inline constexpr std::string_view kXnnpackBackendId = "XnnpackBackend";
-inline constexpr uint32_t kNoValue = std::numeric_limits<uint32_t>::max();
-inline constexpr uint32_t kMaxXnnDims = 6;  // XNN_MAX_TENSOR_DIMS
-
-// XNode union type codes: 1-based position in schema.fbs's XNodeUnion.
-enum class NodeKind : uint8_t {
-  Add = 1, FullyConnected, Softmax, Sigmoid, StaticTranspose, Clamp, Conv2d, Div, StaticResizeBilinear2D,
-  StaticConstantPad, AvgPooling2d, Minimum, DepthwiseConv2d, MaxPooling2d, Multiply, Subtract, Floor, Convert,
-  GlobalAvgPooling2d, StaticReshape, ArgMaxPooling2d, SquareRoot, Ceiling, Hardswish, LeakyReLU, Maximum, Negate,
-  Square, ELU, Abs, PReLU, Concatenate2, Concatenate3, Concatenate4, StaticSlice, ScaledDotProductAttention,
-  BatchMatrixMultiply, Concatenate5, ConvTranspose2d, ReciprocalSquareRoot, Log, Gelu, Tanh, Exp, Sin, Copy, Cos,
-};
-inline constexpr uint8_t kLastNodeKind = static_cast<uint8_t>(NodeKind::Cos);
-
-inline std::string_view node_kind_name(uint8_t k) {
-  static constexpr std::string_view names[] = {
-      "NONE", "XNNAdd", "XNNFullyConnected", "XNNSoftmax", "XNNSigmoid", "XNNStaticTranspose", "XNNClamp",
-      "XNNConv2d", "XNNDiv", "XNNStaticResizeBilinear2D", "XNNStaticConstantPad", "XNNAvgPooling2d", "XNNMinimum",
-      "XNNDepthwiseConv2d", "XNNMaxPooling2d", "XNNMultiply", "XNNSubtract", "XNNFloor", "XNNConvert",
-      "XNNGlobalAvgPooling2d", "XNNStaticReshape", "XNNArgMaxPooling2d", "XNNSquareRoot", "XNNCeiling",
-      "XNNHardswish", "XNNLeakyReLU", "XNNMaximum", "XNNNegate", "XNNSquare", "XNNELU", "XNNAbs", "XNNPReLU",
-      "XNNConcatenate2", "XNNConcatenate3", "XNNConcatenate4", "XNNStaticSlice", "XNNScaledDotProductAttention",
-      "XNNBatchMatrixMultiply", "XNNConcatenate5", "XNNConvTranspose2d", "XNNReciprocalSquareRoot", "XNNLog",
-      "XNNGelu", "XNNTanh", "XNNExp", "XNNSin", "XNNCopy", "XNNCos"};
-  return k <= kLastNodeKind ? names[k] : std::string_view("unknown");
-}
-
-inline constexpr int16_t kDatatypeFp32 = static_cast<int16_t>(Datatype::Fp32);
-// XNNTensorValue.flags bits (XNN_VALUE_FLAG_EXTERNAL_INPUT / _OUTPUT).
-inline constexpr uint32_t kValueExternalInput = 1;
-inline constexpr uint32_t kValueExternalOutput = 2;
-// Node flags the exporter sets: XNN_FLAG_TRANSPOSE_WEIGHTS (FullyConnected), XNN_FLAG_TRANSPOSE_B (bmm),
-// XNN_FLAG_ALIGN_CORNERS (resize).
-inline constexpr uint32_t kFlagTransposeWeights = 0x1;
-inline constexpr uint32_t kFlagAlignCorners = 0x8;
-
-struct Value {
-  std::vector<int64_t> dims;
-  int64_t numel = 1;
-  uint32_t external_id = kNoValue;  // index into the delegate's args when flags mark it external
-  uint32_t flags = 0;
-  std::span<const uint8_t> constant;  // non-empty for constants (constant_bytes(datatype, dims), validated)
-  Datatype datatype = Datatype::Fp32;
-  Quant quant;                        // QuantKind::None for fp32 values
-  bool present = false;
-};
-
-struct Node {
-  NodeKind kind{};
-  uint32_t index = 0;   // position in xnodes, for messages
-  std::vector<uint32_t> inputs;  // value ids, validated (kNoValue only for an absent bias)
-  uint32_t output = kNoValue;
-  uint32_t index_output = kNoValue;  // ArgMaxPooling2d's second output: the position of each maximum (int32)
-  uint32_t flags = 0;
-  // Kind-specific parameters.
-  std::vector<int64_t> ints;    // perm / new_shape / offsets (StaticSlice: offsets then sizes) / pre then post pads
-  uint32_t conv[15] = {};       // _XNNNodeConv / _XNNPooling2D leading fields, in schema order
-  uint32_t axis = 0;            // concatenation axis; resize: new_height, new_width in conv[0..1]
-  float fparam = 0;             // ELU alpha, LeakyReLU slope, pad value
-  bool has_min_max = false;
-  float out_min = -std::numeric_limits<float>::infinity();
-  float out_max = std::numeric_limits<float>::infinity();
-
-  std::string where() const { return cat("XNNPACK node ", index, " (", node_kind_name(static_cast<uint8_t>(kind)), ")"); }
-};
-
-struct Graph {
-  std::vector<Value> values;  // indexed by id_out
-  std::vector<Node> nodes;
-  std::vector<uint32_t> input_ids, output_ids;
-  uint32_t num_externs = 0;
-};
-
-/// Looks up a blob of the program's named data by key.
-using NamedDataLookup = std::function<Result<std::span<const uint8_t>>(std::string_view key)>;  // = BackendInterface::NamedDataFn
 
 namespace detail {
 
@@ -241,16 +164,17 @@ inline Status parse_value(const fb::Reader& r, const fb::Table& xv, uint32_t ind
   return {};
 }
 
-// Reads the node's table into `n`; operands are checked afterwards.
+// Reads the node's table into `n` with its kind's field layout (node_table.h); operands are checked afterwards.
 inline Status parse_node(const fb::Reader& r, const fb::Table& xn, uint32_t index, Node& n) {
   const uint8_t type = xn.scalar<uint8_t>(slot::kNodeType, 0, "XNode.xnode_union_type");
   const fb::Table t = xn.table(slot::kNodeUnion, "XNode.xnode_union");
   const fb::Table mm = xn.table(slot::kNodeMinMax, "XNode.output_min_max");
   if (!r.ok()) return r.take_failure();
   n.index = index;
-  if (type == 0 || type > kLastNodeKind)
-    return fail(Error::NotSupported, "XNNPACK node ", index, " has unknown node kind ", int(type));
-  n.kind = static_cast<NodeKind>(type);
+  const NodeKind* kind = node_kind(type);
+  if (!kind) return fail(Error::NotSupported, "XNNPACK node ", index, " has unknown node kind ", int(type));
+  n.kind = type;
+  n.kind_name = kind->name;
   if (!t.present()) return fail(Error::InvalidProgram, n.where(), " has no node table");
   if (mm.present()) {
     n.has_min_max = true;
@@ -258,84 +182,7 @@ inline Status parse_node(const fb::Reader& r, const fb::Table& xn, uint32_t inde
     n.out_min = mm.scalar<float>(0, 0.f, "OutputMinMax.output_min");
     n.out_max = mm.scalar<float>(1, 0.f, "OutputMinMax.output_max");
   }
-  auto u32 = [&](int s) { return t.scalar<uint32_t>(s, 0, node_kind_name(type)); };
-  auto ints = [&](int s, std::string_view f) {
-    const auto v = t.vector<uint32_t>(s, f);
-    for (uint32_t i = 0; i < v.size(); ++i) n.ints.push_back(v[i]);
-    return v.size();
-  };
-  using K = NodeKind;
-  switch (n.kind) {
-    case K::Add: case K::Div: case K::Minimum: case K::Maximum: case K::Multiply: case K::Subtract:
-    case K::PReLU: case K::BatchMatrixMultiply:  // _XNNNode2x1
-      n.inputs = {u32(0), u32(1)}, n.output = u32(2), n.flags = u32(3);
-      break;
-    case K::Softmax: case K::Sigmoid: case K::Clamp: case K::Floor: case K::Convert: case K::GlobalAvgPooling2d:
-    case K::SquareRoot: case K::Ceiling: case K::Hardswish: case K::Negate: case K::Square: case K::Abs:
-    case K::ReciprocalSquareRoot: case K::Log: case K::Gelu: case K::Tanh: case K::Exp: case K::Sin: case K::Copy:
-    case K::Cos:  // _XNNNode1x1
-      n.inputs = {u32(0)}, n.output = u32(1), n.flags = u32(2);
-      break;
-    case K::FullyConnected:
-      n.inputs = {u32(0), u32(1), u32(2)}, n.output = u32(3), n.flags = u32(4);
-      break;
-    case K::StaticTranspose: {
-      const uint32_t nd = u32(0);
-      if (ints(1, "XNNStaticTranspose.perm") != nd) return fail(Error::InvalidProgram, n.where(), ": perm length != num_dims");
-      n.inputs = {u32(2)}, n.output = u32(3), n.flags = u32(4);
-      break;
-    }
-    case K::StaticReshape:
-      ints(1, "XNNStaticReshape.new_shape");
-      n.inputs = {u32(2)}, n.output = u32(3), n.flags = u32(4);
-      break;
-    case K::StaticSlice: {
-      const uint32_t nd = u32(0);
-      const uint32_t a = ints(1, "XNNStaticSlice.offsets"), b = ints(2, "XNNStaticSlice.sizes");
-      if (a != nd || b != nd) return fail(Error::InvalidProgram, n.where(), ": offsets/sizes length != num_dims");
-      n.inputs = {u32(3)}, n.output = u32(4), n.flags = u32(5);
-      break;
-    }
-    case K::StaticConstantPad: {
-      const uint32_t a = ints(0, "XNNStaticConstantPad.pre_paddings");
-      const uint32_t b = ints(1, "XNNStaticConstantPad.post_paddings");
-      if (a != b) return fail(Error::InvalidProgram, n.where(), ": pre/post paddings lengths differ");
-      n.fparam = t.scalar<float>(2, 0.f, "padding_value");
-      n.inputs = {u32(3)}, n.output = u32(4), n.flags = u32(5);
-      break;
-    }
-    case K::StaticResizeBilinear2D:
-      n.conv[0] = u32(0), n.conv[1] = u32(1);
-      n.inputs = {u32(2)}, n.output = u32(3), n.flags = u32(4);
-      break;
-    case K::ELU: case K::LeakyReLU:
-      n.fparam = t.scalar<float>(0, 0.f, "alpha/negative_slope");
-      n.inputs = {u32(1)}, n.output = u32(2), n.flags = u32(3);
-      break;
-    case K::Conv2d: case K::DepthwiseConv2d: case K::ConvTranspose2d:
-      for (int s = 0; s < 15; ++s) n.conv[s] = u32(s);
-      n.inputs = {u32(15), u32(16), u32(17)}, n.output = u32(18);  // no bias: the exporter writes 0xFFFFFFFF
-      n.flags = u32(19);
-      break;
-    case K::AvgPooling2d: case K::MaxPooling2d:
-      for (int s = 0; s < 10; ++s) n.conv[s] = u32(s);
-      n.inputs = {u32(10)}, n.output = u32(11), n.flags = u32(12);
-      break;
-    case K::Concatenate2: case K::Concatenate3: case K::Concatenate4: case K::Concatenate5: {
-      const int k = n.kind == K::Concatenate2 ? 2 : n.kind == K::Concatenate3 ? 3 : n.kind == K::Concatenate4 ? 4 : 5;
-      n.axis = u32(0);
-      for (int i = 0; i < k; ++i) n.inputs.push_back(u32(i < 4 ? 1 + i : 7));
-      n.output = u32(5), n.flags = u32(6);
-      break;
-    }
-    case K::ArgMaxPooling2d:  // padding top, right, bottom, left; pooling height, width
-      for (int s = 0; s < 6; ++s) n.conv[s] = u32(s);
-      n.inputs = {u32(6)}, n.output = u32(7), n.index_output = u32(8), n.flags = u32(9);
-      break;
-    case K::ScaledDotProductAttention:  // query, key, value, scale, mask
-      n.inputs = {u32(0), u32(1), u32(2), u32(3), u32(4)}, n.output = u32(5), n.flags = u32(6);
-      break;
-  }
+  ETRT_CHECK_OK(kind->fields(NodeFields{t, kind->name}, n));
   if (!r.ok()) return r.take_failure();
   return {};
 }
@@ -406,9 +253,7 @@ inline Result<Graph> parse_payload(std::span<const uint8_t> payload, const Named
     Node n;
     ETRT_CHECK_OK(detail::parse_node(r, xnodes.at(i), i, n));
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const bool optional_bias = k == 2 && (n.kind == NodeKind::FullyConnected || n.kind == NodeKind::Conv2d ||
-                                            n.kind == NodeKind::DepthwiseConv2d || n.kind == NodeKind::ConvTranspose2d);
-      if (optional_bias && n.inputs[k] == kNoValue) continue;
+      if (static_cast<int>(k) == n.optional_input && n.inputs[k] == kNoValue) continue;
       ETRT_CHECK_OK(detail::check_value_id(g, n.inputs[k], n, cat("input ", k)));
     }
     const auto check_output = [&](uint32_t out) -> Status {
@@ -418,7 +263,7 @@ inline Result<Graph> parse_payload(std::span<const uint8_t> payload, const Named
       return {};
     };
     ETRT_CHECK_OK(check_output(n.output));
-    if (n.kind == NodeKind::ArgMaxPooling2d) {
+    if (n.has_index_output) {
       ETRT_CHECK_OK(check_output(n.index_output));
       if (n.index_output == n.output)
         return fail(Error::InvalidProgram, n.where(), ": the value and index outputs are one value (", n.output, ")");

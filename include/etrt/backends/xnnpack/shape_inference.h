@@ -9,7 +9,8 @@
 #include <cstdint>
 #include <span>
 
-#include "etrt/backends/xnnpack/payload.h"
+#include "etrt/backends/xnnpack/graph.h"
+#include "etrt/core/tensor.h"  // shape_str
 
 namespace etrt::xnnpack {
 
@@ -53,107 +54,123 @@ inline Result<ValueShape> broadcast_shapes(const Node& n, const ValueShape& a, c
   return o;
 }
 
-/// The output shape of `n` from its inputs' shapes this call.
-inline Result<ValueShape> infer_output(const Graph& g, const Node& n, std::span<const ValueShape> shapes) {
-  using K = NodeKind;
-  const ValueShape& in = shapes[n.inputs[0]];
-  const ValueShape planned = ValueShape::of(g.values[n.output].dims);
-  const ValueShape planned_in = ValueShape::of(g.values[n.inputs[0]].dims);
-  switch (n.kind) {
-    case K::Softmax: case K::Sigmoid: case K::Clamp: case K::Floor: case K::Convert: case K::SquareRoot:
-    case K::Ceiling: case K::Hardswish: case K::Negate: case K::Square: case K::Abs: case K::ReciprocalSquareRoot:
-    case K::Log: case K::Gelu: case K::Tanh: case K::Exp: case K::Sin: case K::Copy: case K::Cos: case K::ELU:
-    case K::LeakyReLU: case K::PReLU:
-      return in;
-    case K::Add: case K::Div: case K::Minimum: case K::Maximum: case K::Multiply: case K::Subtract:
-      return broadcast_shapes(n, in, shapes[n.inputs[1]]);
-    case K::FullyConnected: {
-      const auto& w = g.values[n.inputs[1]].dims;  // 2-D: run_node
-      if (w.size() != 2 || in.rank == 0) return shape_error(n, "filter must be 2-D and the input non-scalar");
-      const int64_t k = (n.flags & kFlagTransposeWeights) ? w[0] : w[1];
-      const int64_t out_channels = (n.flags & kFlagTransposeWeights) ? w[1] : w[0];
-      if (in.d[in.rank - 1] != k)
-        return fail(Error::InvalidArgument, n.where(), ": input ", shape_str(in.sizes()), " has ", in.d[in.rank - 1],
-                    " features, the filter takes ", k);
-      ValueShape o = in;
-      if (planned.rank == 2 && in.rank != 2) {  // flattened to 2-D
-        o.rank = 2;
-        o.d[0] = in.numel() / k;
-      }
-      o.d[o.rank - 1] = out_channels;
-      return o;
-    }
-    case K::BatchMatrixMultiply: {
-      const ValueShape& b = shapes[n.inputs[1]];
-      ValueShape o = in;
-      o.d[o.rank - 1] = b.d[b.rank - 1];
-      return o;
-    }
-    case K::StaticTranspose: {
-      ValueShape o;
-      o.rank = in.rank;
-      for (uint32_t i = 0; i < in.rank; ++i) o.d[i] = in.d[n.ints[i]];  // a permutation of in.rank: check_node
-      return o;
-    }
-    case K::StaticReshape: {
-      if (in == planned_in) return planned;
-      // A new shape with one 0 takes what the others leave (the exporter's mark of a dynamic dim).
-      ValueShape o = ValueShape::of(n.ints);
-      int64_t known = 1, unknown = -1;
-      for (uint32_t i = 0; i < o.rank; ++i) {
-        if (o.d[i] == 0 && unknown < 0) unknown = i;
-        else known *= o.d[i];
-      }
-      if (unknown >= 0 && known > 0 && in.numel() % known == 0) o.d[unknown] = in.numel() / known;
-      if (o.numel() != in.numel())
-        return shape_error(n, cat("cannot reshape ", shape_str(in.sizes()), " to ", shape_str(n.ints)));
-      return o;
-    }
-    case K::Concatenate2: case K::Concatenate3: case K::Concatenate4: case K::Concatenate5: {
-      ValueShape o = in;
-      if (n.axis >= o.rank) return shape_error(n, "axis out of range");
-      for (size_t i = 1; i < n.inputs.size(); ++i) o.d[n.axis] += shapes[n.inputs[i]].d[n.axis];
-      return o;
-    }
-    case K::StaticSlice: {
-      ValueShape o = in;
-      for (uint32_t d = 0; d < in.rank; ++d) {
-        const int64_t off = n.ints[d], size = n.ints[in.rank + d];
-        if (off > in.d[d] || (size != 0 && size > in.d[d] - off))
-          return fail(Error::InvalidArgument, n.where(), ": slice [", off, ", +", size, ") outside dim ", d,
-                      " of size ", in.d[d]);
-        o.d[d] = size == 0 ? in.d[d] - off : size;
-      }
-      return o;
-    }
-    case K::StaticConstantPad: {
-      ValueShape o = in;
-      for (uint32_t d = 0; d < in.rank; ++d) o.d[d] += n.ints[d] + n.ints[in.rank + d];
-      return o;
-    }
-    case K::ScaledDotProductAttention: {  // [*, H, T, C] queries give [*, H, T, D] with D from the values
-      const ValueShape& v = shapes[n.inputs[2]];
-      ValueShape o = in;
-      o.d[o.rank - 1] = v.d[v.rank - 1];  // ranks: check_node
-      return o;
-    }
-    case K::GlobalAvgPooling2d: {
-      ValueShape o = planned;
-      o.d[0] = in.d[0];
-      return o;
-    }
-    default: {
-      // Spatial nodes: the batch may change, the rest is as planned.
-      if (in.rank != planned_in.rank || !std::equal(in.d.begin() + 1, in.d.begin() + in.rank, planned_in.d.begin() + 1))
-        return shape_error(n, cat("input ", shape_str(in.sizes()), " differs from the planned ",
-                                  shape_str(planned_in.sizes()), " beyond the batch dimension"));
-      ValueShape o = planned;
-      o.d[0] = in.d[0];
-      return o;
-    }
-  }
+}  // namespace detail
+
+/// A node kind's output shape this call, from its inputs' shapes this call (`shapes`, by value id).
+using ShapeFn = Result<ValueShape> (*)(const Graph&, const Node&, std::span<const ValueShape>);
+
+namespace shape {
+
+/// Elementwise on one input (and PReLU, whose slope broadcasts onto it).
+inline Result<ValueShape> same(const Graph&, const Node& n, std::span<const ValueShape> s) { return s[n.inputs[0]]; }
+
+inline Result<ValueShape> broadcast(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  return detail::broadcast_shapes(n, s[n.inputs[0]], s[n.inputs[1]]);
 }
 
-}  // namespace detail
+inline Result<ValueShape> fully_connected(const Graph& g, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& in = s[n.inputs[0]];
+  const ValueShape planned = ValueShape::of(g.values[n.output].dims);
+  const auto& w = g.values[n.inputs[1]].dims;
+  if (w.size() != 2 || in.rank == 0) return detail::shape_error(n, "filter must be 2-D and the input non-scalar");
+  const int64_t k = (n.flags & kFlagTransposeWeights) ? w[0] : w[1];
+  const int64_t out_channels = (n.flags & kFlagTransposeWeights) ? w[1] : w[0];
+  if (in.d[in.rank - 1] != k)
+    return fail(Error::InvalidArgument, n.where(), ": input ", shape_str(in.sizes()), " has ", in.d[in.rank - 1],
+                " features, the filter takes ", k);
+  ValueShape o = in;
+  if (planned.rank == 2 && in.rank != 2) {  // flattened to 2-D
+    o.rank = 2;
+    o.d[0] = in.numel() / k;
+  }
+  o.d[o.rank - 1] = out_channels;
+  return o;
+}
+
+inline Result<ValueShape> batch_matmul(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& b = s[n.inputs[1]];
+  ValueShape o = s[n.inputs[0]];
+  o.d[o.rank - 1] = b.d[b.rank - 1];
+  return o;
+}
+
+inline Result<ValueShape> transpose(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& in = s[n.inputs[0]];
+  ValueShape o;
+  o.rank = in.rank;
+  for (uint32_t i = 0; i < in.rank; ++i) o.d[i] = in.d[n.ints[i]];  // a permutation of in.rank: checks::transpose
+  return o;
+}
+
+inline Result<ValueShape> reshape(const Graph& g, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& in = s[n.inputs[0]];
+  if (in == ValueShape::of(g.values[n.inputs[0]].dims)) return ValueShape::of(g.values[n.output].dims);
+  // A new shape with one 0 takes what the others leave (the exporter's mark of a dynamic dim).
+  ValueShape o = ValueShape::of(n.ints);
+  int64_t known = 1, unknown = -1;
+  for (uint32_t i = 0; i < o.rank; ++i) {
+    if (o.d[i] == 0 && unknown < 0) unknown = i;
+    else known *= o.d[i];
+  }
+  if (unknown >= 0 && known > 0 && in.numel() % known == 0) o.d[unknown] = in.numel() / known;
+  if (o.numel() != in.numel())
+    return detail::shape_error(n, cat("cannot reshape ", shape_str(in.sizes()), " to ", shape_str(n.ints)));
+  return o;
+}
+
+inline Result<ValueShape> concatenate(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  ValueShape o = s[n.inputs[0]];
+  if (n.axis >= o.rank) return detail::shape_error(n, "axis out of range");
+  for (size_t i = 1; i < n.inputs.size(); ++i) o.d[n.axis] += s[n.inputs[i]].d[n.axis];
+  return o;
+}
+
+inline Result<ValueShape> slice(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& in = s[n.inputs[0]];
+  ValueShape o = in;
+  for (uint32_t d = 0; d < in.rank; ++d) {
+    const int64_t off = n.ints[d], size = n.ints[in.rank + d];
+    if (off > in.d[d] || (size != 0 && size > in.d[d] - off))
+      return fail(Error::InvalidArgument, n.where(), ": slice [", off, ", +", size, ") outside dim ", d,
+                  " of size ", in.d[d]);
+    o.d[d] = size == 0 ? in.d[d] - off : size;
+  }
+  return o;
+}
+
+inline Result<ValueShape> constant_pad(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& in = s[n.inputs[0]];
+  ValueShape o = in;
+  for (uint32_t d = 0; d < in.rank; ++d) o.d[d] += n.ints[d] + n.ints[in.rank + d];
+  return o;
+}
+
+/// [*, H, T, C] queries give [*, H, T, D] with D from the values (ranks: checks::sdpa).
+inline Result<ValueShape> sdpa(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& v = s[n.inputs[2]];
+  ValueShape o = s[n.inputs[0]];
+  o.d[o.rank - 1] = v.d[v.rank - 1];
+  return o;
+}
+
+inline Result<ValueShape> global_pooling(const Graph& g, const Node& n, std::span<const ValueShape> s) {
+  ValueShape o = ValueShape::of(g.values[n.output].dims);
+  o.d[0] = s[n.inputs[0]].d[0];
+  return o;
+}
+
+/// Convolutions, pooling, resize: the batch may change, the rest is as planned.
+inline Result<ValueShape> spatial(const Graph& g, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& in = s[n.inputs[0]];
+  const ValueShape planned_in = ValueShape::of(g.values[n.inputs[0]].dims);
+  if (in.rank != planned_in.rank || !std::equal(in.d.begin() + 1, in.d.begin() + in.rank, planned_in.d.begin() + 1))
+    return detail::shape_error(n, cat("input ", shape_str(in.sizes()), " differs from the planned ",
+                                      shape_str(planned_in.sizes()), " beyond the batch dimension"));
+  ValueShape o = ValueShape::of(g.values[n.output].dims);
+  o.d[0] = in.d[0];
+  return o;
+}
+
+}  // namespace shape
 
 }  // namespace etrt::xnnpack

@@ -1,0 +1,392 @@
+// How each XNNPACK node kind runs: one function per kind (or a template over the portable kernel it calls), named
+// by the node kinds' table (node_table.h). A run function reads and writes float buffers through NodeRun; what it
+// relies on was checked at load by the kind's check (graph_checks.h) and the shapes this call come from the kind's
+// shape rule (shape_inference.h).
+//
+// Layouts: an XNN value's dims describe its memory, row-major. Spatial nodes (convolutions, pooling, resize) work
+// in NHWC with OHWI filters, so the kernels get NCHW-shaped views whose dim_order is channels-last ({0,2,3,1});
+// filters get the dim_order that maps torch's weight layout onto XNNPACK's (conv_weight). No data is permuted: a
+// view with a dim_order is just strides.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "etrt/backends/xnnpack/argmax_pooling.h"
+#include "etrt/backends/xnnpack/graph_checks.h"
+#include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/backends/xnnpack/sdpa.h"
+#include "etrt/backends/xnnpack/shape_inference.h"
+#include "etrt/core/evalue.h"
+#include "etrt/kernels/kernel.h"
+#include "etrt/kernels/ops/activation.h"
+#include "etrt/kernels/ops/arithmetic.h"
+#include "etrt/kernels/ops/conv.h"
+#include "etrt/kernels/ops/linalg.h"
+#include "etrt/kernels/ops/pad.h"
+#include "etrt/kernels/ops/pool.h"
+#include "etrt/kernels/ops/rearrange.h"
+#include "etrt/kernels/ops/reduce.h"
+#include "etrt/kernels/ops/shape.h"
+#include "etrt/kernels/ops/softmax.h"
+#include "etrt/kernels/ops/unary.h"
+#include "etrt/kernels/ops/upsample.h"
+
+namespace etrt::xnnpack {
+
+namespace detail {
+
+using F = types<float>;
+
+inline Scalar fscalar(double d) {
+  Scalar s;
+  s.v = d;
+  return s;
+}
+inline Scalar iscalar(int64_t i) {
+  Scalar s;
+  s.v = i;
+  return s;
+}
+
+/// Rows of a quantized weight dequantized at a time (about 64 KB of floats).
+inline int64_t weight_block_rows(int64_t k) { return std::clamp<int64_t>(16384 / std::max<int64_t>(k, 1), 8, 256); }
+
+}  // namespace detail
+
+/// What a node's run function works on this call: the float buffer and shape of every value, and the scratch
+/// buffer sized at load for the largest need (Note [xnnpack scratch]).
+struct NodeRun {
+  KernelContext& ctx;
+  const Graph& g;
+  std::span<float* const> ptr;
+  std::span<const ValueShape> shapes;
+  float* scratch;
+  const std::vector<bool>& blocked_weights;  // quantized filters read a block of rows at a time (executor.h)
+
+  Result<Tensor> flat(uint32_t id) const { return Tensor::make(ScalarType::Float, shapes[id].sizes(), {}, ptr[id]); }
+
+  /// An NHWC buffer as the NCHW tensor the kernels expect (channels-last dim_order).
+  Result<Tensor> nchw(uint32_t id) const {
+    const auto& d = shapes[id].d;  // 4-D: the kind's check
+    const std::array<int64_t, 4> sizes{d[0], d[3], d[1], d[2]};
+    static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, ptr[id]);
+  }
+
+  /// The input of a convolution or pooling node as an NCHW view. The excess of asymmetric padding is applied here,
+  /// into scratch, with `value`; `pad` receives the symmetric padding left for the kernel (Note [xnnpack scratch]).
+  Result<Tensor> spatial_input(const Node& n, float value, std::array<int64_t, 2>& pad) const {
+    const detail::SpatialPad p = detail::split_padding(n);
+    pad = p.symmetric;
+    if (!p.explicit_pad()) return nchw(n.inputs[0]);
+    const auto& d = shapes[n.inputs[0]].d;  // NHWC, 4-D
+    const std::array<int64_t, 4> padded{d[0], d[1] + p.top + p.bottom, d[2] + p.left + p.right, d[3]};
+    ETRT_TRY(Tensor x, flat(n.inputs[0]));
+    ETRT_TRY(Tensor px, Tensor::make(ScalarType::Float, padded, {}, scratch));  // sized at load: scratch::padded_input
+    const std::array<int64_t, 6> pads{0, 0, p.left, p.right, p.top, p.bottom};  // (C, W, H) pairs, last dim first
+    ETRT_CHECK_OK(kernels::constant_pad_nd_out<detail::F>(ctx, x, pads, detail::fscalar(value), px));
+    const std::array<int64_t, 4> sizes{padded[0], padded[3], padded[1], padded[2]};
+    static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, kChannelsLast, scratch);
+  }
+
+  /// The optional input `k` (a bias) as a flat tensor, or nullopt when the node has none.
+  Result<std::optional<Tensor>> optional_flat(const Node& n, size_t k) const {
+    if (n.inputs[k] == kNoValue) return std::optional<Tensor>();
+    ETRT_TRY(Tensor t, flat(n.inputs[k]));
+    return std::optional<Tensor>(t);
+  }
+};
+
+using RunFn = Status (*)(const NodeRun&, const Node&);
+
+namespace run {
+
+using detail::F;
+using UnaryKernel = Status (*)(KernelContext&, const Tensor&, Tensor&);
+using BinaryKernel = Status (*)(KernelContext&, const Tensor&, const Tensor&, Tensor&);
+
+/// A portable kernel on one input, as its output.
+template <UnaryKernel Kernel>
+Status unary(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  return Kernel(r.ctx, x, o);
+}
+/// A portable kernel on two inputs that broadcast (shape::broadcast).
+template <BinaryKernel Kernel>
+Status binary(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor a, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor b, r.flat(n.inputs[1]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  return Kernel(r.ctx, a, b, o);
+}
+
+// Kernels whose extra arguments are fixed for XNNPACK's definition of the node.
+inline Status add(KernelContext& c, const Tensor& a, const Tensor& b, Tensor& o) {
+  return kernels::add_out<F>(c, a, b, detail::iscalar(1), o);
+}
+inline Status subtract(KernelContext& c, const Tensor& a, const Tensor& b, Tensor& o) {
+  return kernels::sub_out<F>(c, a, b, detail::iscalar(1), o);
+}
+inline Status softmax_last_dim(KernelContext& c, const Tensor& x, Tensor& o) {
+  return kernels::softmax_out<F>(c, x, std::max<int64_t>(x.dim() - 1, 0), false, o);
+}
+inline Status gelu_exact(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::gelu_out<F>(c, x, "none", o); }
+inline Status square(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::mul_out<F>(c, x, x, o); }
+
+inline Status leaky_relu(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  return kernels::leaky_relu_out<F>(r.ctx, x, detail::fscalar(n.fparam), o);
+}
+inline Status elu(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  return kernels::elu_out<F>(r.ctx, x, detail::fscalar(n.fparam), detail::fscalar(1.0), detail::fscalar(1.0), o);
+}
+
+/// prelu(x, w) = max(x, 0) + w * min(x, 0), from the binary kernels (w broadcasts on channels, the last NHWC dim);
+/// the negative part goes to scratch (scratch::input_size).
+inline Status prelu(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor w, r.flat(n.inputs[1]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  float zero = 0.f;
+  ETRT_TRY(Tensor z, Tensor::make(ScalarType::Float, {}, {}, &zero));
+  ETRT_TRY(Tensor tn, Tensor::make(ScalarType::Float, x.sizes(), {}, r.scratch));
+  ETRT_CHECK_OK(kernels::minimum_out<F>(r.ctx, x, z, tn));
+  ETRT_CHECK_OK(kernels::mul_out<F>(r.ctx, tn, w, tn));
+  ETRT_CHECK_OK(kernels::maximum_out<F>(r.ctx, x, z, o));
+  return kernels::add_out<F>(r.ctx, o, tn, detail::iscalar(1), o);
+}
+
+/// Reshape, convert, copy and clamp move bytes (equal element counts: checks::same_size); clamp's bounds are its
+/// output_min_max, which the executor applies after every node.
+inline Status copy(const NodeRun& r, const Node& n) {
+  const size_t bytes = static_cast<size_t>(r.shapes[n.output].numel()) * sizeof(float);
+  if (bytes) std::memmove(r.ptr[n.output], r.ptr[n.inputs[0]], bytes);
+  return {};
+}
+
+/// out[M, N] = x[M, K] . dequantize(w[N, K])^T + bias, a block of weight rows at a time through scratch.
+inline Status quantized_linear(const NodeRun& r, const Node& n) {
+  const Value& w = r.g.values[n.inputs[1]];
+  const int64_t rows_total = w.dims[0], k = w.dims[1];
+  const ValueShape& xs = r.shapes[n.inputs[0]];
+  if (xs.rank == 0 || xs.d[xs.rank - 1] != k)
+    return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", k,
+                " input channels");
+  const int64_t m = xs.numel() / std::max<int64_t>(k, 1);
+  if (r.shapes[n.output].numel() != m * rows_total)
+    return fail(Error::InvalidProgram, "output ", shape_str(r.shapes[n.output].sizes()), " is not ", m, " x ",
+                rows_total);
+  const float* x = r.ptr[n.inputs[0]];
+  float* out = r.ptr[n.output];
+  const float* bias = n.inputs[2] != kNoValue ? r.ptr[n.inputs[2]] : nullptr;
+  const int64_t block = detail::weight_block_rows(k);
+  float* wbuf = r.scratch;  // block x k floats: sized at load (executor.h)
+  for (int64_t r0 = 0; r0 < rows_total; r0 += block) {
+    const int64_t rows = std::min(block, rows_total - r0);
+    quant::dequantize_rows(w.datatype, w.quant, w.dims, w.constant.data(), r0, rows, wbuf);
+    kernels::gemm::gemm<float>(false, true, m, rows, k, 1.f, x, k, wbuf, k, 0.f, out + r0, rows_total);
+    if (bias)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < rows; ++j) out[i * rows_total + r0 + j] += bias[r0 + j];
+  }
+  return {};
+}
+
+inline Status fully_connected(const NodeRun& r, const Node& n) {
+  if (r.blocked_weights[n.inputs[1]]) return quantized_linear(r, n);
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  const auto& wd = r.g.values[n.inputs[1]].dims;
+  if (wd.size() != 2) return fail(Error::InvalidProgram, "filter must be 2-D, got ", shape_str(wd));
+  Tensor w;
+  if (n.flags & kFlagTransposeWeights) {
+    // [K, N] in memory: torch's [N, K] weight with a transposed dim_order.
+    const std::array<int64_t, 2> sizes{wd[1], wd[0]};
+    static constexpr std::array<uint8_t, 2> order{1, 0};
+    ETRT_TRY(w, Tensor::make(ScalarType::Float, sizes, order, r.ptr[n.inputs[1]]));
+  } else {
+    ETRT_TRY(w, r.flat(n.inputs[1]));
+  }
+  ETRT_TRY(std::optional<Tensor> bias, r.optional_flat(n, 2));
+  return kernels::linear_out<F>(r.ctx, x, w, bias ? &*bias : nullptr, o);
+}
+
+enum class ConvFilter { Ohwi, Depthwise, Transposed };
+
+/// The filter as torch's weight: OHWI -> [O, I, KH, KW]; depthwise [1, KH, KW, O] -> [O, 1, KH, KW]; transposed
+/// OHWI (groups 1) -> torch's transposed [I, O, KH, KW].
+template <ConvFilter Filter>
+Result<Tensor> conv_weight(const NodeRun& r, const Node& n) {
+  const auto& d = r.g.values[n.inputs[1]].dims;
+  float* p = r.ptr[n.inputs[1]];
+  if constexpr (Filter == ConvFilter::Ohwi) {
+    const std::array<int64_t, 4> sizes{d[0], d[3], d[1], d[2]};
+    static constexpr std::array<uint8_t, 4> order{0, 2, 3, 1};
+    return Tensor::make(ScalarType::Float, sizes, order, p);
+  } else {
+    const std::array<int64_t, 4> sizes{d[3], d[0], d[1], d[2]};
+    static constexpr std::array<uint8_t, 4> order{1, 2, 3, 0};
+    return Tensor::make(ScalarType::Float, sizes, order, p);
+  }
+}
+
+template <ConvFilter Filter>
+Status convolution(const NodeRun& r, const Node& n) {
+  std::array<int64_t, 2> pad{};
+  ETRT_TRY(Tensor x, r.spatial_input(n, 0.f, pad));
+  ETRT_TRY(Tensor o, r.nchw(n.output));
+  ETRT_TRY(Tensor w, conv_weight<Filter>(r, n));
+  ETRT_TRY(std::optional<Tensor> bias, r.optional_flat(n, 2));
+  const std::array<int64_t, 2> stride{n.conv[6], n.conv[7]};
+  const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
+  const std::array<int64_t, 2> adj{n.conv[13], n.conv[14]};
+  constexpr bool transposed = Filter == ConvFilter::Transposed;
+  return kernels::convolution_out<F>(r.ctx, x, w, bias ? &*bias : nullptr, stride, pad, dil, transposed,
+                                     transposed ? std::span<const int64_t>(adj) : std::span<const int64_t>(),
+                                     n.conv[12], o);
+}
+
+inline Status avg_pooling(const NodeRun& r, const Node& n) {
+  std::array<int64_t, 2> pad{};
+  ETRT_TRY(Tensor x, r.spatial_input(n, 0.f, pad));  // symmetric padding only: checks::avg_pooling
+  ETRT_TRY(Tensor o, r.nchw(n.output));
+  const std::array<int64_t, 2> ks{n.conv[4], n.conv[5]}, stride{n.conv[6], n.conv[7]};
+  return kernels::avg_pool2d_out<F>(r.ctx, x, ks, stride, pad, false, false, std::nullopt, o);
+}
+
+inline Status max_pooling(const NodeRun& r, const Node& n) {
+  std::array<int64_t, 2> pad{};
+  ETRT_TRY(Tensor x, r.spatial_input(n, -std::numeric_limits<float>::infinity(), pad));
+  ETRT_TRY(Tensor o, r.nchw(n.output));
+  const std::array<int64_t, 2> ks{n.conv[4], n.conv[5]}, stride{n.conv[6], n.conv[7]};
+  const std::array<int64_t, 2> dil{std::max<uint32_t>(n.conv[8], 1), std::max<uint32_t>(n.conv[9], 1)};
+  // The indices follow the padded input in scratch (scratch::max_pooling).
+  const detail::SpatialPad sp = detail::split_padding(n);
+  uint64_t at = 0;
+  if (sp.explicit_pad()) {
+    const auto& d = r.shapes[n.inputs[0]].d;
+    at = static_cast<uint64_t>(d[0] * (d[1] + sp.top + sp.bottom) * (d[2] + sp.left + sp.right) * d[3]);
+  }
+  at = (at + 1) / 2 * 2;
+  ETRT_TRY(Tensor it, Tensor::make(ScalarType::Long, o.sizes(), {}, r.scratch + at));
+  return kernels::max_pool2d_with_indices_out<F>(r.ctx, x, ks, stride, pad, dil, false, o, it);
+}
+
+inline Status global_avg_pooling(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  const std::array<int64_t, 2> hw{1, 2};  // NHWC
+  return kernels::mean_out<F>(r.ctx, x, std::span<const int64_t>(hw), true, std::nullopt, o);
+}
+
+inline Status resize_bilinear(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.nchw(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.nchw(n.output));
+  const std::array<int64_t, 2> size{n.conv[0], n.conv[1]};
+  return kernels::upsample_bilinear2d_vec_out<F>(r.ctx, x, std::span<const int64_t>(size),
+                                                 (n.flags & kFlagAlignCorners) != 0, std::nullopt, o);
+}
+
+inline Status transpose(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  return kernels::permute_copy_out<F>(r.ctx, x, n.ints, o);
+}
+
+inline Status constant_pad(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  // constant_pad_nd lists (before, after) pairs from the last dim backwards.
+  const size_t rank = x.dim();
+  std::vector<int64_t> pad;
+  for (size_t d = rank; d-- > 0;) pad.insert(pad.end(), {n.ints[d], n.ints[rank + d]});
+  return kernels::constant_pad_nd_out<F>(r.ctx, x, pad, detail::fscalar(n.fparam), o);
+}
+
+inline Status concatenate(const NodeRun& r, const Node& n) {
+  std::vector<Tensor> ts;
+  for (uint32_t id : n.inputs) {
+    ETRT_TRY(Tensor t, r.flat(id));
+    ts.push_back(t);
+  }
+  std::vector<Tensor*> ptrs;
+  for (Tensor& t : ts) ptrs.push_back(&t);
+  ETRT_TRY(Tensor o, r.flat(n.output));
+  return kernels::cat_out<F>(r.ctx, ptrs, n.axis, o);
+}
+
+/// One slice_copy per sliced dim, through two intermediates in scratch taking turns (scratch::two_inputs); the
+/// exporter slices one dim per node in practice.
+inline Status slice(const NodeRun& r, const Node& n) {
+  ETRT_TRY(Tensor cur, r.flat(n.inputs[0]));
+  const size_t rank = cur.dim();
+  std::vector<int64_t> sizes(cur.sizes().begin(), cur.sizes().end());
+  std::vector<size_t> sliced;
+  float* tmp[2] = {r.scratch, r.scratch ? r.scratch + r.g.values[n.inputs[0]].numel : nullptr};
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t size = n.ints[rank + d] == 0 ? sizes[d] - n.ints[d] : n.ints[rank + d];
+    if (n.ints[d] != 0 || size != sizes[d]) sliced.push_back(d);
+  }
+  if (sliced.empty()) return copy(r, n);
+  for (size_t j = 0; j < sliced.size(); ++j) {
+    const size_t d = sliced[j];
+    const int64_t off = n.ints[d], size = n.ints[rank + d] == 0 ? sizes[d] - off : n.ints[rank + d];
+    sizes[d] = size;
+    Tensor next;
+    if (j + 1 == sliced.size()) {
+      ETRT_TRY(next, r.flat(n.output));
+    } else {
+      ETRT_TRY(next, Tensor::make(ScalarType::Float, sizes, {}, tmp[j % 2]));  // each fits: sizes only shrink
+    }
+    ETRT_CHECK_OK(kernels::slice_copy_tensor_out<F>(r.ctx, cur, static_cast<int64_t>(d), off, off + size, 1, next));
+    cur = next;
+  }
+  return {};
+}
+
+/// Leading dims folded into one batch (equal on both sides: checks::batch_matmul).
+inline Status batch_matmul(const NodeRun& r, const Node& n) {
+  const auto ad = r.shapes[n.inputs[0]].sizes();
+  const auto bd = r.shapes[n.inputs[1]].sizes();
+  const auto od = r.shapes[n.output].sizes();
+  const int64_t batch = detail::product(ad.first(ad.size() - 2));
+  if (batch < 0) return fail(Error::InvalidProgram, "batch of ", shape_str(ad), " overflows");
+  const std::array<int64_t, 3> as{batch, ad[ad.size() - 2], ad.back()}, bs{batch, bd[bd.size() - 2], bd.back()};
+  if (od.size() < 2) return fail(Error::InvalidProgram, "output must be at least 2-D");
+  const std::array<int64_t, 3> os{batch, od[od.size() - 2], od.back()};
+  if (detail::product(os) != r.shapes[n.output].numel())
+    return fail(Error::InvalidProgram, "output ", shape_str(od), " does not match the batch of ", shape_str(ad));
+  ETRT_TRY(Tensor a, Tensor::make(ScalarType::Float, as, {}, r.ptr[n.inputs[0]]));
+  ETRT_TRY(Tensor b, Tensor::make(ScalarType::Float, bs, {}, r.ptr[n.inputs[1]]));
+  ETRT_TRY(Tensor o, Tensor::make(ScalarType::Float, os, {}, r.ptr[n.output]));
+  return kernels::bmm_out<F>(r.ctx, a, b, o);
+}
+
+inline Status argmax_pooling(const NodeRun& r, const Node& n) {
+  return argmax_pooling_2d(n, r.ptr[n.inputs[0]], r.shapes[n.inputs[0]], r.ptr[n.output], r.ptr[n.index_output],
+                           r.shapes[n.output]);
+}
+
+inline Status sdpa(const NodeRun& r, const Node& n) {
+  const auto& in = n.inputs;
+  const SdpaOperands a{r.ptr[in[0]],    r.ptr[in[1]],    r.ptr[in[2]],    r.ptr[in[3]],    r.ptr[in[4]],
+                       r.ptr[n.output], r.shapes[in[0]], r.shapes[in[1]], r.shapes[in[2]], r.shapes[in[3]],
+                       r.shapes[in[4]], r.shapes[n.output]};
+  return scaled_dot_product_attention(n, a, r.scratch);  // scratch::key_size: at least U logits
+}
+
+}  // namespace run
+
+}  // namespace etrt::xnnpack
