@@ -844,7 +844,8 @@ namespace {
 ///   0 KernelCall add.out(x, x, 1) -> t        1 JumpFalseCall(true, 3): falls through   2 MoveCall t -> out
 ///   3 JumpFalseCall(false, 5): jumps to 5     4 KernelCall add.out(x, t, 1) -> out (skipped)   5 FreeCall s
 /// (s is a scratch tensor no kernel uses: a freed tensor has no storage in the next execution, as upstream's.)
-std::vector<uint8_t> control_flow_program() {
+/// `free_before_use` instead builds  0 add.out(x, x, 1) -> t   1 FreeCall t   2 add.out(x, t, 1) -> out.
+std::vector<uint8_t> control_flow_program(bool free_before_use = false) {
   using etrt::fb::Builder;
   namespace pte = etrt::pte;
   Builder b;
@@ -907,14 +908,16 @@ std::vector<uint8_t> control_flow_program() {
     b.add_scalar<int32_t>(pte::free_call::value_index, value, 0);
     return instruction(pte::InstrTag::FreeCall, b.end_table());
   };
-  const std::vector<Builder::Offset> instructions = {
-      add_out({0, 0, 3, 2, 2}),                              // self, other, alpha, out, return slot
-      two_ints(pte::InstrTag::JumpFalseCall, 4, 3),           // cond, destination
-      two_ints(pte::InstrTag::MoveCall, 2, 1),                // from, to
-      two_ints(pte::InstrTag::JumpFalseCall, 5, 5),
-      add_out({0, 2, 3, 1, 1}),
-      free_call(6),
-  };
+  const std::vector<Builder::Offset> instructions =
+      free_before_use ? std::vector<Builder::Offset>{add_out({0, 0, 3, 2, 2}), free_call(2), add_out({0, 2, 3, 1, 1})}
+                      : std::vector<Builder::Offset>{
+                            add_out({0, 0, 3, 2, 2}),                     // self, other, alpha, out, return slot
+                            two_ints(pte::InstrTag::JumpFalseCall, 4, 3),  // cond, destination
+                            two_ints(pte::InstrTag::MoveCall, 2, 1),       // from, to
+                            two_ints(pte::InstrTag::JumpFalseCall, 5, 5),
+                            add_out({0, 2, 3, 1, 1}),
+                            free_call(6),
+                        };
   const auto instr_vec = b.create_offset_vector(instructions);
   const auto chain_in = b.create_vector(std::vector<int32_t>{0});
   const auto chain_out = b.create_vector(std::vector<int32_t>{1});
@@ -993,6 +996,20 @@ TEST_CASE("etdump: move, jump and free instructions are MOVE_CALL, JF_CALL and F
       CHECK(events[k].delegate_debug_id_int == -1);
     }
   }
+}
+
+TEST_CASE("a kernel reading a freed planned tensor fails naming the value, though planned tensors are not checked "
+          "per call", "[method][reliability]") {
+  // Load proves planned tensors backed (Note [storage checked]) unless a FreeCall or MoveCall touches them.
+  const auto bytes = control_flow_program(/*free_before_use=*/true);
+  auto program = etrt::Program::load(etrt::DataSource::copy_of(bytes), etrt::Verification::InternalConsistency);
+  REQUIRE(program.has_value());
+  auto m = etrt::test::load_method(*program, "forward");
+  etrt::test::set_input(*m, 0, std::vector<float>{1.f, 2.f}, {2});
+  const auto st = m->execute();
+  REQUIRE_FALSE(st.has_value());
+  CHECK_THAT(st.error().what, Catch::Contains("instruction 2 ("));
+  CHECK_THAT(st.error().what, Catch::Contains("value 2 is a tensor without storage"));
 }
 
 TEST_CASE("etdump: the recorder names each instruction kind as upstream's interpreter does", "[etdump]") {

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "etrt/backend/backend.h"
@@ -180,6 +182,7 @@ class Method {
     uint32_t a = 0, b = 0;  // move from/to, jump cond/destination, free index, delegate index
     uint64_t mutable_slots = 0;  // kernel argument slots the kernel writes
     uint64_t bool_read_slots = 0;  // kernel argument slots it only reads that hold bool tensors (Note [bool bytes])
+    uint64_t storage_slots = ~uint64_t{0};  // slots whose storage is checked per call (Note [storage checked])
   };
   struct Delegate {
     const BackendInterface* backend = nullptr;
@@ -213,6 +216,7 @@ class Method {
   std::vector<DeviceBuffer> input_device_staging_;  // per input: device copies of read-only device inputs
   std::vector<EValue> values_;
   std::vector<const TensorMeta*> value_meta_;  // per value, null unless a tensor
+  std::unordered_map<std::string_view, size_t> value_by_fqn_;  // named tensors: attribute()
   std::vector<TensorMeta> tensor_metas_;
   std::vector<EValue*> inputs_;
   std::vector<EValue*> outputs_;

@@ -28,14 +28,15 @@ inline void Method::set_logged_slots(Instruction& ins, uint64_t mutable_slots) {
 }
 
 /// Every tensor a kernel touches needs storage: a program can leave an intermediate unplanned, or free it, and a
-/// kernel must then fail instead of dereferencing null.
+/// kernel must then fail instead of dereferencing null. Only the slots load could not prove backed are looked at
+/// (Note [storage checked]), and slots past the 64 the mask covers.
 inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
   const auto missing = [&](const Tensor& t) { return t.data() == nullptr && t.capacity_nbytes() > 0; };
   // A kernel that computes its return value (a view such as et_view) gives the return slot its storage itself.
   const size_t ret = ins.args.size() - 1;
   const bool sets_return = ret < 64 && ((ins.mutable_slots >> ret) & 1u);
-  for (size_t j = 0; j < ins.args.size(); ++j) {
-    if (sets_return && j == ret) continue;
+  const auto check = [&](size_t j) -> Status {
+    if (sets_return && j == ret) return {};
     const EValue* v = ins.args[j];
     if (v->is_tensor()) {
       if (missing(v->tensor_unchecked()))
@@ -52,7 +53,14 @@ inline Status Method::check_storage(size_t pc, const Instruction& ins) const {
           return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name,
                       "): a listed tensor has no storage");
     }
+    return {};
+  };
+  for (uint64_t m = ins.storage_slots; m != 0; m &= m - 1) {
+    const size_t j = static_cast<size_t>(std::countr_zero(m));
+    if (j >= ins.args.size()) break;
+    ETRT_CHECK_OK(check(j));
   }
+  for (size_t j = 64; j < ins.args.size(); ++j) ETRT_CHECK_OK(check(j));
   return {};
 }
 

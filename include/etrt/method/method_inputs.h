@@ -198,8 +198,7 @@ inline Status Method::set_output_data_ptr(size_t index, void* data, size_t size_
 }
 
 inline Result<Tensor*> Method::attribute(std::string_view fqn) {
-  for (size_t i = 0; i < values_.size(); ++i)
-    if (value_meta_[i] && value_meta_[i]->fqn == fqn) return &values_[i].tensor_unchecked();
+  if (auto it = value_by_fqn_.find(fqn); it != value_by_fqn_.end()) return &values_[it->second].tensor_unchecked();
   std::string known;
   for (const auto& a : meta_.attributes) known += cat(known.empty() ? "'" : ", '", a.fqn, "'");
   return fail(Error::NotFound, where(), " has no attribute '", fqn, "' (attributes: ",
@@ -207,9 +206,15 @@ inline Result<Tensor*> Method::attribute(std::string_view fqn) {
 }
 
 inline bool Method::value_is_constant(const Tensor* t) const {
-  for (size_t i = 0; i < values_.size(); ++i)
-    if (value_meta_[i] && &values_[i].tensor_unchecked() == t) return value_meta_[i]->is_constant();
-  return false;
+  // A value's tensor lives inside its EValue, so the value is found from the address (std::less: a total order
+  // even for pointers into other objects).
+  const auto* p = reinterpret_cast<const std::byte*>(t);
+  const auto* begin = reinterpret_cast<const std::byte*>(values_.data());
+  if (values_.empty() || std::less<>()(p, begin) || !std::less<>()(p, begin + values_.size() * sizeof(EValue)))
+    return false;
+  const size_t i = static_cast<size_t>(p - begin) / sizeof(EValue);
+  return value_meta_[i] && values_[i].is_tensor() && &values_[i].tensor_unchecked() == t &&
+         value_meta_[i]->is_constant();
 }
 
 inline std::optional<Device> Method::device_tensor_in(const EValue& v) const {

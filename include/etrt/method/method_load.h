@@ -178,6 +178,7 @@ inline Status Method::load_values(const fb::Table& plan, const fb::Reader& r, co
           ETRT_TRY(Tensor t, Tensor::make(meta.dtype, meta.sizes, meta.dim_order, data, meta.dynamism, meta.device));
           tensor_metas_.push_back(std::move(meta));
           value_meta_[i] = &tensor_metas_.back();
+          if (!value_meta_[i]->fqn.empty()) value_by_fqn_.emplace(value_meta_[i]->fqn, i);  // the first one named
           values_[i] = EValue(std::move(t));
           break;
         }
@@ -458,6 +459,21 @@ inline Status Method::load_instructions(const fb::Table& plan, const fb::Reader&
         return fail(Error::InvalidProgram, where(), " instruction ", pc, " (", ins.op_name, ") writes into value ", vi,
                     ", which can hold a constant");
     }
+  }
+  // Note [storage checked]: a planned or constant tensor that no MoveCall overwrites and no FreeCall releases keeps
+  // its storage for the method's life; only a kernel's other argument slots are checked before each call.
+  std::vector<bool> always_backed(values_.size(), false);
+  for (size_t i = 0; i < values_.size(); ++i)
+    always_backed[i] = value_meta_[i] && (value_meta_[i]->has_allocation || value_meta_[i]->is_constant());
+  for (const Instruction& ins : instructions_) {
+    if (ins.kind == Kind::Move) always_backed[ins.b] = false;
+    if (ins.kind == Kind::Free) always_backed[ins.a] = false;
+  }
+  for (Instruction& ins : instructions_) {
+    if (ins.kind != Kind::Kernel) continue;
+    ins.storage_slots = 0;
+    for (size_t j = 0; j < ins.args.size() && j < 64; ++j)
+      if (!always_backed[static_cast<size_t>(ins.args[j] - values_.data())]) ins.storage_slots |= uint64_t{1} << j;
   }
   bool any_missing = false;  // a name can be empty in a corrupt file, so the list itself can't be the flag
   for (uint32_t k = 0; k < ops.size(); ++k) {
