@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "etrt/backends/cuda/payload_format.h"
 #include "etrt/core/result.h"
@@ -29,14 +30,13 @@ namespace attrs {
 inline double f64(std::span<const uint64_t> raw, size_t k) { return std::bit_cast<double>(raw[k]); }
 inline int64_t i64(std::span<const uint64_t> raw, size_t k) { return std::bit_cast<int64_t>(raw[k]); }
 
-/// ADD, SUB: alpha.
-inline Status alpha(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
-  n.alpha = f64(raw, 0);
-  return {};
-}
-/// ADD_SCALAR, MUL_SCALAR, EQ_SCALAR: the scalar.
-inline Status scalar(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
-  n.scalar = f64(raw, 0);
+/// One attribute into one field: ADD/SUB's alpha, the scalar of ADD_SCALAR/MUL_SCALAR/EQ_SCALAR, SOFTMAX's dim (its
+/// range is checked with the shapes).
+template <auto Field>
+Status one(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
+  using T = std::remove_reference_t<decltype(n.*Field)>;
+  if constexpr (std::is_same_v<T, double>) n.*Field = f64(raw, 0);
+  else n.*Field = i64(raw, 0);
   return {};
 }
 inline Status gelu(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view at) {
@@ -48,11 +48,6 @@ inline Status gelu(NodeDesc& n, std::span<const uint64_t> raw, std::span<const V
 inline Status addmm(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
   n.beta = f64(raw, 0);
   n.alpha = f64(raw, 1);
-  return {};
-}
-/// SOFTMAX: dim (its range is checked with the shapes).
-inline Status dim(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
-  n.dim = i64(raw, 0);
   return {};
 }
 inline Status layer_norm(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view at) {

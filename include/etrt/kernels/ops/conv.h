@@ -164,34 +164,41 @@ inline void fill_bias(T* p, S4 s, int64_t N, int64_t ch, int64_t rows, int64_t c
     }
 }
 
+/// The loop nest a depthwise convolution and its adjoint share: for each plane (n, c), filter tap (kh, kw) and
+/// output row oh whose input row ih lies inside the image, `row(n, c, wv, ih, oh, owa, owb, off)` handles the
+/// output columns [owa, owb), each reading input column ow * stride + off, with the tap's weight wv.
+template <class T, class Row>
+inline void depthwise_rows(const T* w, S4 ws, const Geo& g, Row&& row) {
+  const auto st = g.st, pd = g.pd, dl = g.dl;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t kh = 0; kh < g.KH; ++kh)
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const T wv = w[c * ws[0] + kh * ws[2] + kw * ws[3]];
+          const int64_t off = kw * dl[1] - pd[1];
+          const auto [owa, owb] = valid_cols(g.OW, g.W, st[1], off);
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const int64_t ih = oh * st[0] - pd[0] + kh * dl[0];
+            if (ih >= 0 && ih < g.H) row(n, c, wv, ih, oh, owa, owb, off);
+          }
+        }
+}
+
 /// out (output side) = bias + convolution of in (input side) with w.
 template <class T>
 inline void conv2d(const T* in, S4 is, const T* w, S4 ws, const T* bias, int64_t bias_s, T* out, S4 os,
                    const Geo& g) {
   const int64_t Cg = g.Cg(), Og = g.Og(), OH = g.OH, OW = g.OW, KH = g.KH, KW = g.KW;
-  const auto st = g.st, pd = g.pd, dl = g.dl;
+  const auto st = g.st, pd = g.pd;
   // Initialise out with the bias (the GEMM then accumulates with beta = 1).
   fill_bias(out, os, g.N, g.O, OH, OW, bias, bias_s);
   if (Cg == 1 && Og == 1 && KH * KW <= 64) {  // depthwise: direct loop over each plane
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t c = 0; c < g.C; ++c) {
-        const T* ip = in + n * is[0] + c * is[1];
-        const T* wp = w + c * ws[0];
-        T* op = out + n * os[0] + c * os[1];
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const T wv = wp[kh * ws[2] + kw * ws[3]];
-            const int64_t off = kw * dl[1] - pd[1];
-            const auto [owa, owb] = valid_cols(OW, g.W, st[1], off);
-            for (int64_t oh = 0; oh < OH; ++oh) {
-              const int64_t ih = oh * st[0] - pd[0] + kh * dl[0];
-              if (ih < 0 || ih >= g.H) continue;
-              const T* irow = ip + ih * is[2];
-              T* orow = op + oh * os[2];
-              for (int64_t ow = owa; ow < owb; ++ow) orow[ow * os[3]] += wv * irow[(ow * st[1] + off) * is[3]];
-            }
-          }
-      }
+    depthwise_rows(w, ws, g, [&](int64_t n, int64_t c, T wv, int64_t ih, int64_t oh, int64_t owa, int64_t owb,
+                                 int64_t off) {
+      const T* irow = in + n * is[0] + c * is[1] + ih * is[2];
+      T* orow = out + n * os[0] + c * os[1] + oh * os[2];
+      for (int64_t ow = owa; ow < owb; ++ow) orow[ow * os[3]] += wv * irow[(ow * st[1] + off) * is[3]];
+    });
     return;
   }
   const int64_t P = g.P(), K = g.K();
@@ -234,28 +241,15 @@ template <class T>
 inline void conv2d_adjoint(const T* go, S4 gos, const T* w, S4 ws, const T* bias, int64_t bias_s, T* gi, S4 gis,
                            const Geo& g) {
   const int64_t Cg = g.Cg(), Og = g.Og(), OH = g.OH, OW = g.OW, KH = g.KH, KW = g.KW;
-  const auto st = g.st, pd = g.pd, dl = g.dl;
+  const auto st = g.st, pd = g.pd;
   fill_bias(gi, gis, g.N, g.C, g.H, g.W, bias, bias_s);
   if (Cg == 1 && Og == 1 && KH * KW <= 64) {  // depthwise: direct loop over each plane
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t c = 0; c < g.C; ++c) {
-        const T* gp = go + n * gos[0] + c * gos[1];
-        const T* wp = w + c * ws[0];
-        T* ip = gi + n * gis[0] + c * gis[1];
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const T wv = wp[kh * ws[2] + kw * ws[3]];
-            const int64_t off = kw * dl[1] - pd[1];
-            const auto [owa, owb] = valid_cols(OW, g.W, st[1], off);
-            for (int64_t oh = 0; oh < OH; ++oh) {
-              const int64_t ih = oh * st[0] - pd[0] + kh * dl[0];
-              if (ih < 0 || ih >= g.H) continue;
-              T* irow = ip + ih * gis[2];
-              const T* grow = gp + oh * gos[2];
-              for (int64_t ow = owa; ow < owb; ++ow) irow[(ow * st[1] + off) * gis[3]] += wv * grow[ow * gos[3]];
-            }
-          }
-      }
+    depthwise_rows(w, ws, g, [&](int64_t n, int64_t c, T wv, int64_t ih, int64_t oh, int64_t owa, int64_t owb,
+                                 int64_t off) {
+      T* irow = gi + n * gis[0] + c * gis[1] + ih * gis[2];
+      const T* grow = go + n * gos[0] + c * gos[1] + oh * gos[2];
+      for (int64_t ow = owa; ow < owb; ++ow) irow[(ow * st[1] + off) * gis[3]] += wv * grow[ow * gos[3]];
+    });
     return;
   }
   const int64_t P = g.P(), K = g.K();
