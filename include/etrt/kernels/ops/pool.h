@@ -5,6 +5,7 @@
 // kernel range is computed once per call (a small table), so the inner loops carry no bounds checks.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -57,6 +58,12 @@ inline Result<Geometry> geometry(std::string_view op, const Tensor& x, const Par
     return fail(Error::InvalidArgument, op, ": expected a 3-D or 4-D input, got ", x.describe());
   if (p.kh <= 0 || p.kw <= 0 || p.sh <= 0 || p.sw <= 0 || p.dh <= 0 || p.dw <= 0 || p.ph < 0 || p.pw < 0)
     return fail(Error::InvalidArgument, op, ": kernel, stride and dilation must be positive and padding non-negative");
+  // Far beyond any real pooling, and small enough that out_size's arithmetic cannot overflow.
+  constexpr int64_t kMaxParam = int64_t{1} << 31;
+  if (std::max({p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.ph, p.pw}) > kMaxParam)
+    return fail(Error::InvalidArgument, op, ": kernel, stride, dilation and padding must be at most 2^31, got kernel [",
+                p.kh, ", ", p.kw, "], stride [", p.sh, ", ", p.sw, "], dilation [", p.dh, ", ", p.dw, "], padding [",
+                p.ph, ", ", p.pw, "]");
   if (p.ph > p.kh / 2 || p.pw > p.kw / 2)
     return fail(Error::InvalidArgument, op, ": pad should be at most half of effective kernel size, got pad [", p.ph,
                 ", ", p.pw, "] for kernel [", p.kh, ", ", p.kw, "]");
