@@ -188,3 +188,83 @@ TEST_CASE("XNNPACK: the load option's cap bounds a graph's memory", "[xnnpack][r
   REQUIRE_FALSE(exec.has_value());
   CHECK(exec.error().what.find("over the load option's cap of 1024 bytes") != std::string::npos);
 }
+
+TEST_CASE("XNNPACK: fully-connected and convolution nodes run on filters packed at load", "[xnnpack][packed]") {
+  for (const char* name : {"xnn_mlp", "xnn_cnn", "xnn_dwsep"}) {
+    INFO(name);
+    const Fixture f = first_payload(name);
+    auto g = parse_payload(f.payload, lookup(*f.program));
+    REQUIRE(g.has_value());
+    auto e = Executor::create(std::move(*g));
+    REQUIRE(e.has_value());
+    int packed = 0;
+    for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i) {
+      const Node& n = (*e)->graph().nodes[i];
+      const bool filtered = n.kind == node_kind_code("XNNFullyConnected") || n.kind == node_kind_code("XNNConv2d") ||
+                            n.kind == node_kind_code("XNNDepthwiseConv2d");
+      INFO(n.where());
+      CHECK((*e)->packed_path(i) == filtered);
+      packed += (*e)->packed_path(i);
+    }
+    CHECK(packed > 0);
+  }
+}
+
+TEST_CASE("XNNPACK: packed filters count against the graph's memory cap", "[xnnpack][packed][robustness]") {
+  // The smallest cap the graph loads under, then that cap less a byte: the packed filters are the last allocation.
+  const Fixture f = first_payload("xnn_cnn");
+  uint64_t lo = 1, hi = uint64_t{1} << 26;
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    auto g = parse_payload(f.payload, lookup(*f.program));
+    REQUIRE(g.has_value());
+    if (Executor::create(std::move(*g), mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  auto g = parse_payload(f.payload, lookup(*f.program));
+  REQUIRE(g.has_value());
+  auto e = Executor::create(std::move(*g), lo - 1);
+  REQUIRE_FALSE(e.has_value());
+  CHECK(e.error().what.find("packed filter needs") != std::string::npos);
+}
+
+TEST_CASE("XNNPACK: the contiguous elementwise loops take equal shapes, scalars and repeated rows only",
+          "[xnnpack][elementwise]") {
+  const auto shape = [](std::initializer_list<int64_t> d) { return ValueShape::of(std::vector<int64_t>(d)); };
+  std::vector<float> a(2 * 3 * 4), b(2 * 3 * 4), o(2 * 3 * 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i) - 7.f, b[i] = 0.5f * float(i % 5) - 1.f;
+  const ValueShape full = shape({2, 3, 4});
+  SECTION("equal shapes") {
+    REQUIRE(fast::binary(full, a.data(), full, b.data(), full, o.data(), fast::Sub{}));
+    for (size_t i = 0; i < o.size(); ++i) CHECK(o[i] == a[i] - b[i]);
+  }
+  SECTION("a row repeated on either side, leading 1s dropped") {
+    REQUIRE(fast::binary(full, a.data(), shape({1, 1, 4}), b.data(), full, o.data(), fast::Div{}));
+    for (size_t i = 0; i < o.size(); ++i) CHECK(o[i] == a[i] / b[i % 4]);
+    REQUIRE(fast::binary(shape({3, 4}), b.data(), full, a.data(), full, o.data(), fast::Sub{}));
+    for (size_t i = 0; i < o.size(); ++i) CHECK(o[i] == b[i % 12] - a[i]);
+  }
+  SECTION("a scalar") {
+    REQUIRE(fast::binary(full, a.data(), shape({1}), b.data(), full, o.data(), fast::Max{}));
+    for (size_t i = 0; i < o.size(); ++i) CHECK(o[i] == std::max(a[i], b[0]));
+  }
+  SECTION("other broadcasts are left to the portable kernels") {
+    CHECK_FALSE(fast::binary(full, a.data(), shape({2, 1, 4}), b.data(), full, o.data(), fast::Add{}));
+    CHECK_FALSE(fast::binary(shape({2, 1, 4}), a.data(), shape({3, 1}), b.data(), full, o.data(), fast::Add{}));
+  }
+  SECTION("minimum and maximum propagate NaN from either side") {
+    const float nan = std::nanf("");
+    CHECK(std::isnan(fast::Min{}(nan, 1.f)));
+    CHECK(std::isnan(fast::Min{}(1.f, nan)));
+    CHECK(std::isnan(fast::Max{}(nan, 1.f)));
+    CHECK(std::isnan(fast::Max{}(1.f, nan)));
+  }
+  SECTION("sigmoid: saturates to 0 and 1, keeps NaN") {
+    std::vector<float> x{-200.f, -10.f, 0.f, 10.f, 200.f, nanf(""), 1.f, -1.f, 3.f}, y(x.size());
+    fast::sigmoid(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) CHECK(std::isnan(y[i]));
+      else CHECK(y[i] == Approx(1.0 / (1.0 + std::exp(-double(x[i])))).margin(1e-7));
+    }
+  }
+}

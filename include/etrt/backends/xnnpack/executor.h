@@ -1,6 +1,7 @@
 // Runs a parsed XNNPACK Graph with the portable kernels (no XNNPACK library): binds the external values each call,
 // derives this call's shapes when the inputs are smaller than planned, runs each node through its kind's entry in
-// the node kinds' table (node_table.h), applies the node's output clamp and rounds quantized outputs onto their grid.
+// the node kinds' table (node_table.h), applies the node's output clamp (unless its packed kernel did) and rounds
+// quantized outputs onto their grid.
 //
 // Memory: constants are read in place from the program's bytes (copied once only if misaligned);
 // intermediates share one liveness-planned arena; external values (the DelegateCall's args) are bound per call.
@@ -25,6 +26,7 @@
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/ops/unary.h"  // clamp_out: a node's output_min_max
+#include "etrt/kernels/util/parallel.h"
 
 namespace etrt::xnnpack {
 
@@ -42,6 +44,8 @@ class Executor {
     for (const Node& n : g.nodes) {
       const NodeKind* kind = node_kind(n.kind);  // parse_payload accepted only codes in the table
       if (!kind) return fail(Error::InvalidProgram, n.where(), ": unknown node kind ", int(n.kind));
+      if (n.index != e->kinds_.size())  // NodeRun::prepared is indexed by Node::index
+        return fail(Error::InvalidProgram, n.where(), ": node out of order");
       if (kind->check) ETRT_CHECK_OK(kind->check(g, n));
       ETRT_CHECK_OK(checks::common(g, n));
       e->kinds_.push_back(kind);
@@ -111,6 +115,13 @@ class Executor {
         e->ptr_[id] = e->arena_.get() + plan.offset[id];
       }
     }
+    // Note [xnnpack packed filters]: once the constants are in place.
+    uint64_t budget = limit - total_bytes;
+    e->prepared_.resize(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (!e->kinds_[i]->prepare) continue;
+      ETRT_TRY(e->prepared_[i], e->kinds_[i]->prepare(g, g.nodes[i], e->ptr_, budget));
+    }
     for (const Value& v : g.values) e->planned_shapes_.push_back(ValueShape::of(v.dims));
     e->shapes_ = e->planned_shapes_;
     e->g_ = std::move(g);
@@ -178,12 +189,13 @@ class Executor {
       else staged_outputs_.push_back({static_cast<uint32_t>(id), t.data(), t.dtype()});
     }
     KernelContext ctx;
-    const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_};
+    const kernels::PoolScope threads(kernels::thread_pool());  // the calling thread's workers, shared by its graphs
+    const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_};
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       Status s = kinds_[i]->run(r, n);
       if (!s) return fail(s.error().code, n.where(), ": ", s.error().what);
-      if (n.has_min_max && (n.out_min > -std::numeric_limits<float>::infinity() ||
+      if (n.has_min_max && !prepared_[i].packed_path && (n.out_min > -std::numeric_limits<float>::infinity() ||
                             n.out_max < std::numeric_limits<float>::infinity())) {
         ETRT_TRY(Tensor o, r.flat(n.output));
         ETRT_CHECK_OK(kernels::clamp_out<detail::F>(ctx, o, std::optional<Scalar>(detail::fscalar(n.out_min)),
@@ -207,6 +219,8 @@ class Executor {
   }
 
   const Graph& graph() const { return g_; }
+  /// Whether node `i` (by position) runs on its filter packed at load (packed_filters.h).
+  bool packed_path(size_t i) const { return i < prepared_.size() && prepared_[i].packed_path; }
 
  private:
   static constexpr uint32_t kExternal = kValueExternalInput | kValueExternalOutput;
@@ -283,6 +297,7 @@ class Executor {
   std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks
+  std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
   // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.
   struct StagedOutput {
     uint32_t id;

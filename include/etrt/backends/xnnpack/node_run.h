@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/argmax_pooling.h"
+#include "etrt/backends/xnnpack/fast_elementwise.h"
 #include "etrt/backends/xnnpack/graph_checks.h"
+#include "etrt/backends/xnnpack/packed_filters.h"
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/backends/xnnpack/sdpa.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
@@ -69,6 +71,7 @@ struct NodeRun {
   std::span<const ValueShape> shapes;
   float* scratch;
   const std::vector<bool>& blocked_weights;  // quantized filters read a block of rows at a time (executor.h)
+  std::span<const PreparedNode> prepared;    // by node position (packed_filters.h)
 
   Result<Tensor> flat(uint32_t id) const { return Tensor::make(ScalarType::Float, shapes[id].sizes(), {}, ptr[id]); }
 
@@ -120,9 +123,13 @@ Status unary(const NodeRun& r, const Node& n) {
   ETRT_TRY(Tensor o, r.flat(n.output));
   return Kernel(r.ctx, x, o);
 }
-/// A portable kernel on two inputs that broadcast (shape::broadcast).
-template <BinaryKernel Kernel>
+/// Two inputs that broadcast (shape::broadcast): the contiguous loop of Op when the shapes allow it
+/// (fast_elementwise.h), else the portable kernel.
+template <BinaryKernel Kernel, class Op>
 Status binary(const NodeRun& r, const Node& n) {
+  const uint32_t ia = n.inputs[0], ib = n.inputs[1];
+  if (fast::binary(r.shapes[ia], r.ptr[ia], r.shapes[ib], r.ptr[ib], r.shapes[n.output], r.ptr[n.output], Op{}))
+    return {};
   ETRT_TRY(Tensor a, r.flat(n.inputs[0]));
   ETRT_TRY(Tensor b, r.flat(n.inputs[1]));
   ETRT_TRY(Tensor o, r.flat(n.output));
@@ -138,6 +145,10 @@ inline Status subtract(KernelContext& c, const Tensor& a, const Tensor& b, Tenso
 }
 inline Status softmax_last_dim(KernelContext& c, const Tensor& x, Tensor& o) {
   return kernels::softmax_out<F>(c, x, std::max<int64_t>(x.dim() - 1, 0), false, o);
+}
+inline Status sigmoid(const NodeRun& r, const Node& n) {
+  fast::sigmoid(r.ptr[n.inputs[0]], r.ptr[n.output], r.shapes[n.output].numel());  // shape::same
+  return {};
 }
 inline Status gelu_exact(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::gelu_out<F>(c, x, "none", o); }
 inline Status square(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::mul_out<F>(c, x, x, o); }
@@ -204,7 +215,14 @@ inline Status quantized_linear(const NodeRun& r, const Node& n) {
   return {};
 }
 
+inline const float* optional_ptr(const NodeRun& r, const Node& n, size_t k) {
+  return n.inputs[k] == kNoValue ? nullptr : r.ptr[n.inputs[k]];
+}
+
 inline Status fully_connected(const NodeRun& r, const Node& n) {
+  if (const PreparedNode& p = r.prepared[n.index]; p.packed_path)
+    return packed::fully_connected(p, n, r.ptr[n.inputs[0]], r.shapes[n.inputs[0]], r.ptr[n.output],
+                                   r.shapes[n.output], optional_ptr(r, n, 2));
   if (r.blocked_weights[n.inputs[1]]) return quantized_linear(r, n);
   ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
   ETRT_TRY(Tensor o, r.flat(n.output));
@@ -244,6 +262,12 @@ Result<Tensor> conv_weight(const NodeRun& r, const Node& n) {
 
 template <ConvFilter Filter>
 Status convolution(const NodeRun& r, const Node& n) {
+  if constexpr (Filter != ConvFilter::Transposed) {
+    if (const PreparedNode& p = r.prepared[n.index]; p.packed_path)
+      return packed::convolution(p, n, Filter == ConvFilter::Depthwise, r.ptr[n.inputs[0]], r.shapes[n.inputs[0]],
+                                 r.ptr[n.inputs[1]], r.g.values[n.inputs[1]].dims, r.ptr[n.output],
+                                 r.shapes[n.output], optional_ptr(r, n, 2));
+  }
   std::array<int64_t, 2> pad{};
   ETRT_TRY(Tensor x, r.spatial_input(n, 0.f, pad));
   ETRT_TRY(Tensor o, r.nchw(n.output));

@@ -1,7 +1,8 @@
 // The XNNPACK node kinds: one entry per XNode union member, in the schema's order (an entry's position is the union's
 // type code, so a new kind goes where schema.fbs appends it). Each entry names the functions that read the kind's
 // fields (node_fields.h), check what its run function relies on (graph_checks.h), size its scratch, derive its
-// output shape each call (shape_inference.h) and run it (node_run.h). The payload parser, the load-time checks and
+// output shape each call (shape_inference.h), run it (node_run.h) and, for the kinds with packed filters, prepare
+// them at load (packed_filters.h). The payload parser, the load-time checks and
 // the executor read only this table.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/node_fields.h"
 #include "etrt/backends/xnnpack/node_run.h"
+#include "etrt/backends/xnnpack/packed_filters.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 
 namespace etrt::xnnpack {
@@ -24,27 +26,28 @@ struct NodeKind {
   ScratchFn scratch = nullptr;  // nullptr: no scratch
   RunFn run = nullptr;
   bool reads_weights_in_blocks = false;  // a quantized 2-D filter (input 1) may stay quantized (executor.h)
+  PrepareFn prepare = nullptr;           // load-time preparation (packed_filters.h); nullptr: none
 };
 
 // clang-format off
 inline constexpr NodeKind kNodeKinds[] = {
     {"NONE"},
-    {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add>},
-    {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true},
+    {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>},
+    {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true, prepare::fully_connected},
     {"XNNSoftmax",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::softmax_last_dim>},
-    {"XNNSigmoid",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::sigmoid_out<detail::F>>},
+    {"XNNSigmoid",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::sigmoid},
     {"XNNStaticTranspose",           fields::transpose,       shape::transpose,       checks::transpose,       nullptr,                run::transpose},
     {"XNNClamp",                     fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
-    {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Ohwi>},
-    {"XNNDiv",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::div_out<detail::F>>},
+    {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv},
+    {"XNNDiv",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::div_out<detail::F>, fast::Div>},
     {"XNNStaticResizeBilinear2D",    fields::resize,          shape::spatial,         checks::nhwc,            nullptr,                run::resize_bilinear},
     {"XNNStaticConstantPad",         fields::constant_pad,    shape::constant_pad,    checks::constant_pad,    nullptr,                run::constant_pad},
     {"XNNAvgPooling2d",              fields::pooling,         shape::spatial,         checks::avg_pooling,     nullptr,                run::avg_pooling},
-    {"XNNMinimum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::minimum_out<detail::F>>},
-    {"XNNDepthwiseConv2d",           fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Depthwise>},
+    {"XNNMinimum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::minimum_out<detail::F>, fast::Min>},
+    {"XNNDepthwiseConv2d",           fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Depthwise>, false, prepare::depthwise_conv},
     {"XNNMaxPooling2d",              fields::pooling,         shape::spatial,         checks::nhwc,            scratch::max_pooling,   run::max_pooling},
-    {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>>},
-    {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract>},
+    {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>, fast::Mul>},
+    {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract, fast::Sub>},
     {"XNNFloor",                     fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::floor_out<detail::F>>},
     {"XNNConvert",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
     {"XNNGlobalAvgPooling2d",        fields::node1x1,         shape::global_pooling,  checks::nhwc,            nullptr,                run::global_avg_pooling},
@@ -54,7 +57,7 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNCeiling",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::ceil_out<detail::F>>},
     {"XNNHardswish",                 fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::hardswish_out<detail::F>>},
     {"XNNLeakyReLU",                 fields::scalar_then_1x1, shape::same,            nullptr,                 nullptr,                run::leaky_relu},
-    {"XNNMaximum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::maximum_out<detail::F>>},
+    {"XNNMaximum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::maximum_out<detail::F>, fast::Max>},
     {"XNNNegate",                    fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::neg_out<detail::F>>},
     {"XNNSquare",                    fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::square>},
     {"XNNELU",                       fields::scalar_then_1x1, shape::same,            nullptr,                 nullptr,                run::elu},

@@ -9,6 +9,21 @@
 
 namespace etrt::kernels {
 
+/// p = e^r for |r| <= ln2 / 2: Taylor terms through r^7 / 5040, truncation error below 2e-8 relative. T is float or
+/// a float vector (util/vec.h), passed by reference: a vector passed by value wider than the translation unit's
+/// ISA changes the calling ABI.
+template <class T>
+[[gnu::always_inline]] inline void exp_reduced(T& p, const T& r) {
+  p = r * 0.0f + 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+}
+
 /// e^x for float, within 2 ulp of libm over the normal range; NaN propagates, large x gives inf, small x 0.
 inline float exp_fast(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
@@ -21,15 +36,8 @@ inline float exp_fast(float x) {
   constexpr float kRound = 12582912.0f;
   const float n = (xc * kLog2e + kRound) - kRound;
   const float r = (xc - n * kLn2Hi) - n * kLn2Lo;  // |r| <= ln2 / 2
-  // Taylor terms through r^7 / 5040: truncation error below 2e-8 relative on |r| <= 0.35.
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  float p;
+  exp_reduced(p, r);
   const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float y = p * std::bit_cast<float>(bits);
   y = x > 88.3762626647949f ? std::numeric_limits<float>::infinity() : y;

@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -95,7 +97,19 @@ struct Micro {
 /// supports is capped to it: forcing AVX-512 on a CPU without it would raise SIGILL.
 inline int force_level = -1;
 
-/// 2 = AVX-512F, 1 = AVX2 + FMA, 0 = baseline; detected once.
+/// The level ETRT_ISA asks for (avx512, avx2, baseline), -1 when unset or not one of those. Read once, so a process
+/// runs one set of kernels from load to exit.
+inline int env_level() {
+  static const int level = [] {
+    const char* v = std::getenv("ETRT_ISA");
+    if (!v) return -1;
+    const std::string_view s(v);
+    return s == "avx512" ? 2 : s == "avx2" ? 1 : s == "baseline" ? 0 : -1;
+  }();
+  return level;
+}
+
+/// 2 = AVX-512F, 1 = AVX2 + FMA, 0 = baseline; detected once, lowered by ETRT_ISA or force_level.
 inline int cpu_level() {
 #ifdef ETRT_GEMM_X86
   static const int level = [] {
@@ -104,7 +118,8 @@ inline int cpu_level() {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
     return 0;
   }();
-  return force_level >= 0 ? std::min(force_level, level) : level;
+  const int want = force_level >= 0 ? force_level : env_level();
+  return want >= 0 ? std::min(want, level) : level;
 #else
   (void)force_level;
   return 0;

@@ -1,19 +1,24 @@
 // Intra-op parallelism for the large kernels (GEMM-based linear, matmul and convolution).
 //
-// No pool lives between calls: a parallel region starts its helper threads and joins them before returning, so
-// there is no global object with a lifetime to manage and nothing runs after the call. Regions are only opened for
-// work large enough (milliseconds) that starting a thread (tens of microseconds) does not matter.
+// No global pool: a parallel region either runs on the WorkerPool made current by a PoolScope (the XNNPACK delegate
+// makes its calling thread's pool current for its execute()), or starts its helper threads and joins them before
+// returning. A thread's pool is joined when that thread exits. Regions are only opened for
+// work large enough that a wake-up (microseconds) or a thread start (tens of microseconds) does not matter.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include <unistd.h>  // getpid: a pool's workers do not survive fork()
 
 namespace etrt::kernels {
 
@@ -34,12 +39,170 @@ inline std::atomic<int>& thread_count() {
   return n;
 }
 
-/// Runs f(begin, end) over [0, n) split into at most thread_count() chunks whose sizes are multiples of `grain`.
-/// The calling thread runs the last chunk. If a thread cannot be started, its chunk runs on the caller.
+/// Threads kept between the parallel regions of one owner, so that a region costs a wake-up rather than a thread
+/// start. Workers start with the first region that wants them (thread_count() - 1; more start when the count is
+/// raised later, and surplus ones find no chunk) and are joined when the pool is destroyed. Between regions a worker
+/// polls for the next one for about kSpin iterations (a network's layers follow each other within microseconds,
+/// and a futex wake-up costs more than a small layer), then sleeps on a condition variable; the caller likewise
+/// polls for the workers to finish before it sleeps. A region that finds the pool busy (a region inside a region)
+/// or finds itself in a forked child (whose copy of the pool has no threads) runs on the caller instead.
+class WorkerPool {
+ public:
+  WorkerPool() = default;
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) {
+      if (owner_pid_ == getpid()) w.join();
+      else w.detach();  // a forked child: the thread exists only in the parent
+    }
+  }
+
+  /// Runs f(b, e) for each chunk [i * per, min(n, (i + 1) * per)) on the caller and the workers; false when the pool
+  /// cannot take the region (then nothing ran). Exceptions are rethrown on the caller once every chunk is done.
+  template <class F>
+  bool run(int64_t n, int64_t per, int threads, F& f) {
+    if (busy_.exchange(true)) return false;
+    struct Release {
+      std::atomic<bool>& b;
+      ~Release() { b.store(false); }
+    } release{busy_};
+    if (!workers_.empty() && owner_pid_ != getpid()) return false;
+    if (static_cast<int>(workers_.size()) < threads - 1) start(threads - 1 - static_cast<int>(workers_.size()));
+    if (workers_.empty()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = const_cast<void*>(static_cast<const void*>(&f));
+      invoke_ = [](void* job, int64_t b, int64_t e) { (*static_cast<F*>(job))(b, e); };
+      n_ = n;
+      per_ = per;
+      chunks_ = (n + per - 1) / per;
+      next_.store(0);
+      error_ = nullptr;
+      active_.store(static_cast<int>(workers_.size()));
+      generation_.fetch_add(1, std::memory_order_release);  // publishes the job to polling workers
+    }
+    wake_.notify_all();
+    work();
+    for (int spin = 0; spin < kSpin && active_.load(std::memory_order_acquire) != 0; ++spin) pause();
+    if (active_.load(std::memory_order_acquire) != 0) {
+      std::unique_lock<std::mutex> lock(mu_);
+      done_.wait(lock, [&] { return active_.load(std::memory_order_acquire) == 0; });
+    }
+    job_ = nullptr;
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return true;
+  }
+
+ private:
+  void start(int count) {
+    owner_pid_ = getpid();
+    const uint64_t now = generation_.load();  // a new worker waits for the next region
+    for (int i = 0; i < count; ++i) {
+      try {
+        workers_.emplace_back([this, now] { loop(now); });
+      } catch (...) {  // fewer workers: the caller takes their chunks
+        break;
+      }
+    }
+  }
+
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
+  void loop(uint64_t seen) {
+    for (;;) {
+      for (int spin = 0; spin < kSpin && generation_.load(std::memory_order_acquire) == seen; ++spin) pause();
+      if (generation_.load(std::memory_order_acquire) == seen) {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+        if (stop_) return;
+      }
+      seen = generation_.load(std::memory_order_acquire);
+      work();
+      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller checks active_ under the lock before it sleeps
+        done_.notify_one();
+      }
+    }
+  }
+
+  void work() noexcept {
+    for (;;) {
+      const int64_t i = next_.fetch_add(1);
+      if (i >= chunks_) return;
+      const int64_t b = i * per_;
+      try {
+        invoke_(job_, b, std::min(n_, b + per_));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+  }
+
+  std::mutex mu_, error_mu_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  pid_t owner_pid_ = 0;
+  std::atomic<bool> busy_{false};
+  static constexpr int kSpin = 20000;  // about 50-100 us of pause instructions
+  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> active_{0};
+  void* job_ = nullptr;
+  void (*invoke_)(void*, int64_t, int64_t) = nullptr;
+  int64_t n_ = 0, per_ = 1, chunks_ = 0;
+  std::atomic<int64_t> next_{0};
+  std::exception_ptr error_;
+};
+
+namespace detail {
+inline WorkerPool*& current_pool() {
+  thread_local WorkerPool* pool = nullptr;
+  return pool;
+}
+}  // namespace detail
+
+/// The pool of the calling thread, made on its first use and joined when the thread exits: every graph a thread
+/// executes shares its workers, so a program split into many delegated graphs still runs one worker per extra core
+/// (a pool per graph would leave one polling worker per graph).
+inline WorkerPool& thread_pool() {
+  thread_local WorkerPool pool;
+  return pool;
+}
+
+/// The least work (multiply-adds, or elements times taps) worth splitting across threads: with a pool current a
+/// region costs about a microsecond, without one each region starts its threads (tens of microseconds).
+inline int64_t min_parallel_work() { return detail::current_pool() ? int64_t{1} << 16 : int64_t{1} << 22; }
+
+/// Makes `pool` the one parallel_for uses on this thread until the scope ends.
+class PoolScope {
+ public:
+  explicit PoolScope(WorkerPool& pool) : previous_(std::exchange(detail::current_pool(), &pool)) {}
+  ~PoolScope() { detail::current_pool() = previous_; }
+  PoolScope(const PoolScope&) = delete;
+  PoolScope& operator=(const PoolScope&) = delete;
+
+ private:
+  WorkerPool* previous_;
+};
+
+/// Runs f(begin, end) over [0, n) split into at most thread_count() chunks whose sizes are multiples of `grain`, on
+/// the current WorkerPool when there is one, else on threads started for the region. Started threads: the calling
+/// thread runs the last chunk, and a chunk whose thread cannot be started runs on the caller.
 ///
-/// An exception thrown by a chunk (an allocation inside a kernel, say) is caught on its thread; once every worker
-/// has joined, the first one is rethrown on the caller, where the method's boundary turns it into an error value
-/// (a joinable std::thread must never be destroyed by unwinding: that calls std::terminate).
+/// An exception thrown by a chunk (an allocation inside a kernel, say) is caught on its thread; once every chunk is
+/// done, the first one is rethrown on the caller, where the method's boundary turns it into an error value (a
+/// joinable std::thread must never be destroyed by unwinding: that calls std::terminate).
 template <class F>
 inline void parallel_for(int64_t n, int64_t grain, F&& f) {
   const int64_t chunks_max = grain > 0 ? (n + grain - 1) / grain : 1;
@@ -49,6 +212,7 @@ inline void parallel_for(int64_t n, int64_t grain, F&& f) {
     return;
   }
   const int64_t per = (chunks_max + threads - 1) / threads * grain;
+  if (WorkerPool* pool = detail::current_pool(); pool && pool->run(n, per, threads, f)) return;
   std::mutex error_mu;
   std::exception_ptr first_error;
   const auto guarded = [&](int64_t b, int64_t e) noexcept {

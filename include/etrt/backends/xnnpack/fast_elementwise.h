@@ -1,0 +1,91 @@
+// Contiguous float loops for the elementwise node kinds in the shapes XNNPACK graphs use them: equal shapes, a
+// scalar, or a vector repeated over the rows (a channel scale or bias in NHWC, as squeeze-and-excitation and
+// swish produce). The loops are plain enough for the compiler to vectorize; any other broadcast goes to the
+// portable kernels' general engine (node_run.h).
+#pragma once
+
+#include <cstdint>
+
+#include "etrt/backends/xnnpack/shape_inference.h"
+#include "etrt/kernels/util/fast_math.h"
+#include "etrt/kernels/util/vec.h"
+
+namespace etrt::xnnpack::fast {
+
+// The binary operations, with torch's NaN rule for minimum / maximum (a NaN on either side is the result).
+struct Add {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct Sub {
+  float operator()(float a, float b) const { return a - b; }
+};
+struct Mul {
+  float operator()(float a, float b) const { return a * b; }
+};
+struct Div {
+  float operator()(float a, float b) const { return a / b; }
+};
+struct Min {
+  float operator()(float a, float b) const { return (a < b || a != a) ? a : b; }
+};
+struct Max {
+  float operator()(float a, float b) const { return (a > b || a != a) ? a : b; }
+};
+
+/// The number of trailing elements of `full` that `part` covers when `part`, with its leading 1s dropped, equals the
+/// trailing dims of `full` (a scalar covers 1); -1 otherwise.
+inline int64_t repeated_suffix(const ValueShape& part, const ValueShape& full) {
+  uint32_t lead = 0;
+  while (lead < part.rank && part.d[lead] == 1) ++lead;
+  const uint32_t len = part.rank - lead;
+  if (len > full.rank) return -1;
+  int64_t inner = 1;
+  for (uint32_t k = 0; k < len; ++k) {
+    if (part.d[lead + k] != full.d[full.rank - len + k]) return -1;
+    inner *= part.d[lead + k];
+  }
+  return inner;
+}
+
+/// o = op(a, b) when the shapes are one of the fast patterns; false (nothing written) otherwise.
+template <class Op>
+inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, const float* b, const ValueShape& os,
+                   float* o, Op op) {
+  const int64_t n = os.numel();
+  if (as == os && bs == os) {
+    for (int64_t i = 0; i < n; ++i) o[i] = op(a[i], b[i]);
+    return true;
+  }
+  if (as == os) {
+    const int64_t inner = repeated_suffix(bs, os);
+    if (inner <= 0) return false;
+    for (int64_t r = 0; r < n; r += inner)
+      for (int64_t c = 0; c < inner; ++c) o[r + c] = op(a[r + c], b[c]);
+    return true;
+  }
+  if (bs == os) {
+    const int64_t inner = repeated_suffix(as, os);
+    if (inner <= 0) return false;
+    for (int64_t r = 0; r < n; r += inner)
+      for (int64_t c = 0; c < inner; ++c) o[r + c] = op(a[c], b[r + c]);
+    return true;
+  }
+  return false;
+}
+
+/// y = 1 / (1 + e^-x) with the lane-wise exp (kernels/util/vec.h, within 2 ulp of libm's expf): large negative x
+/// gives 0, NaN stays NaN.
+inline void sigmoid(const float* x, float* y, int64_t n) {
+  constexpr int L = 8;
+  using V = kernels::vec::Vec<L>;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v, e;
+    kernels::vec::load(v, x + i);
+    kernels::vec::exp<L>(e, -v);
+    kernels::vec::store(y + i, 1.0f / (1.0f + e));
+  }
+  for (; i < n; ++i) y[i] = 1.0f / (1.0f + kernels::exp_fast(-x[i]));
+}
+
+}  // namespace etrt::xnnpack::fast

@@ -1,0 +1,182 @@
+// Filters prepared once, when the delegate loads, for the nodes that run on the packed kernels: fully-connected and
+// convolution nodes multiply by their filter packed into GEMM panels (kernels/util/packed_gemm.h), depthwise
+// convolutions run the direct NHWC loop (kernels/util/nhwc_conv.h). Each applies its bias and output clamp as it
+// writes, so the executor skips its separate clamp pass for them.
+//
+// Note [xnnpack packed filters]: a node takes the packed path only when everything its kernel assumes holds at
+// load: a constant float filter (quantized filters are dequantized at load first; those a fully-connected node
+// reads in blocks are not), a bias of the right length or none, and a geometry in which the output size is what
+// the input, padding, window, stride and dilation give. Otherwise the node keeps running on the portable kernels,
+// whose errors name what is wrong. Packed filters count against the graph's memory limit (executor.h) before
+// they are allocated; a packed matrix is the filter rounded up to the micro-kernel's panel width.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "etrt/backends/xnnpack/graph.h"
+#include "etrt/backends/xnnpack/shape_inference.h"
+#include "etrt/core/result.h"
+#include "etrt/kernels/util/nhwc_conv.h"
+#include "etrt/kernels/util/packed_gemm.h"
+
+namespace etrt::xnnpack {
+
+/// What a node prepared at load (Note [xnnpack packed filters]).
+struct PreparedNode {
+  bool packed_path = false;                      // the node runs on the packed kernels and applies its own clamp
+  std::vector<kernels::gemm::PackedB> packed;    // the filter, one matrix per group (none for depthwise)
+};
+
+/// A node kind's preparation; `budget` is the bytes the graph may still allocate, lowered by what it takes.
+using PrepareFn = Result<PreparedNode> (*)(const Graph&, const Node&, std::span<float* const> ptr, uint64_t& budget);
+
+namespace packed {
+
+inline kernels::gemm::Epilogue epilogue(const Node& n, const float* bias) {
+  kernels::gemm::Epilogue ep;
+  ep.bias = bias;
+  if (n.has_min_max) {
+    ep.lo = n.out_min;
+    ep.hi = n.out_max;
+  }
+  return ep;
+}
+
+/// A constant float filter the kernels can read in place (a quantized one was dequantized at load).
+inline bool float_constant(const Graph& g, std::span<float* const> ptr, uint32_t id) {
+  return id != kNoValue && !g.values[id].constant.empty() && ptr[id] != nullptr;
+}
+
+/// No bias, or one with one value per output channel.
+inline bool bias_fits(const Graph& g, const Node& n, int64_t channels) {
+  return n.inputs[2] == kNoValue || g.values[n.inputs[2]].numel == channels;
+}
+
+/// The convolution geometry of a node for these input and output shapes (NHWC) and filter dims.
+inline kernels::nhwc::Geometry geometry(const Node& n, const ValueShape& in, const ValueShape& out,
+                                        std::span<const int64_t> filter) {
+  kernels::nhwc::Geometry geo;
+  if (in.rank != 4 || out.rank != 4 || filter.size() != 4) return geo;  // not valid()
+  geo.N = in.d[0], geo.H = in.d[1], geo.W = in.d[2], geo.C = in.d[3];
+  geo.OH = out.d[1], geo.OW = out.d[2], geo.O = out.d[3];
+  geo.KH = filter[1], geo.KW = filter[2];
+  geo.sh = n.conv[6], geo.sw = n.conv[7];
+  geo.dh = std::max<uint32_t>(n.conv[8], 1), geo.dw = std::max<uint32_t>(n.conv[9], 1);
+  geo.pt = n.conv[0], geo.pr = n.conv[1], geo.pb = n.conv[2], geo.pl = n.conv[3];
+  return geo;
+}
+
+inline Status take(uint64_t& budget, uint64_t floats, const Node& n) {
+  const uint64_t bytes = floats * sizeof(float);
+  if (bytes > budget)
+    return fail(Error::MemoryAllocationFailed, n.where(), ": its packed filter needs ", bytes,
+                " bytes, over what is left of the graph's memory limit (", budget, " bytes)");
+  budget -= bytes;
+  return {};
+}
+
+}  // namespace packed
+
+namespace prepare {
+
+/// FullyConnected: the filter [N, K] (or [K, N] with kFlagTransposeWeights) packed as the K x N matrix B.
+inline Result<PreparedNode> fully_connected(const Graph& g, const Node& n, std::span<float* const> ptr,
+                                            uint64_t& budget) {
+  PreparedNode p;
+  const uint32_t w = n.inputs[1];
+  if (!packed::float_constant(g, ptr, w) || g.values[w].dims.size() != 2) return p;
+  const bool transposed = (n.flags & kFlagTransposeWeights) != 0;
+  const int64_t k = transposed ? g.values[w].dims[0] : g.values[w].dims[1];
+  const int64_t cols = transposed ? g.values[w].dims[1] : g.values[w].dims[0];
+  if (k < 1 || cols < 1 || !packed::bias_fits(g, n, cols)) return p;
+  ETRT_CHECK_OK(packed::take(budget, kernels::gemm::packed_b_floats(k, cols), n));
+  ETRT_TRY(kernels::gemm::PackedB b, transposed ? kernels::gemm::pack_b(ptr[w], cols, 1, k, cols)
+                                                : kernels::gemm::pack_b(ptr[w], 1, k, k, cols));
+  p.packed.push_back(std::move(b));
+  p.packed_path = true;
+  return p;
+}
+
+/// Conv2d: each group's OHWI filter rows [O / groups, KH * KW * C / groups] packed as B (K x O / groups).
+inline Result<PreparedNode> conv(const Graph& g, const Node& n, std::span<float* const> ptr, uint64_t& budget) {
+  PreparedNode p;
+  const uint32_t w = n.inputs[1];
+  if (!packed::float_constant(g, ptr, w)) return p;
+  const auto& fd = g.values[w].dims;
+  const auto geo = packed::geometry(n, ValueShape::of(g.values[n.inputs[0]].dims), ValueShape::of(g.values[n.output].dims), fd);
+  const int64_t groups = n.conv[12];
+  if (!geo.valid() || groups < 1 || fd[0] != geo.O || geo.O % groups != 0 || fd[3] * groups != geo.C ||
+      !packed::bias_fits(g, n, geo.O))
+    return p;
+  const int64_t og = geo.O / groups, k = geo.KH * geo.KW * fd[3];
+  ETRT_CHECK_OK(packed::take(budget, static_cast<uint64_t>(groups) * kernels::gemm::packed_b_floats(k, og), n));
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    // B(p, j) = filter[(gi * og + j) * k + p]: row j of the group's filter rows.
+    ETRT_TRY(kernels::gemm::PackedB b, kernels::gemm::pack_b(ptr[w] + gi * og * k, 1, k, k, og));
+    p.packed.push_back(std::move(b));
+  }
+  p.packed_path = true;
+  return p;
+}
+
+/// DepthwiseConv2d: the [1, KH, KW, C * M] filter is read in place; only the geometry is checked.
+inline Result<PreparedNode> depthwise_conv(const Graph& g, const Node& n, std::span<float* const> ptr, uint64_t&) {
+  PreparedNode p;
+  const uint32_t w = n.inputs[1];
+  if (!packed::float_constant(g, ptr, w)) return p;
+  const auto& fd = g.values[w].dims;
+  const auto geo = packed::geometry(n, ValueShape::of(g.values[n.inputs[0]].dims), ValueShape::of(g.values[n.output].dims), fd);
+  if (!geo.valid() || fd[0] != 1 || fd[3] != geo.O || geo.O % geo.C != 0 || int64_t{n.conv[12]} != geo.C ||
+      geo.KH * geo.KW > kernels::nhwc::kMaxDepthwiseTaps || !packed::bias_fits(g, n, geo.O))
+    return p;
+  p.packed_path = true;
+  return p;
+}
+
+}  // namespace prepare
+
+namespace packed {
+
+/// out [m, N] = clamp(x [m, K] . B + bias): a fully-connected node on its packed filter.
+inline Status fully_connected(const PreparedNode& p, const Node& n, const float* x, const ValueShape& xs, float* out,
+                              const ValueShape& os, const float* bias) {
+  const kernels::gemm::PackedB& b = p.packed[0];
+  if (xs.rank == 0 || xs.d[xs.rank - 1] != b.k)
+    return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", b.k,
+                " input channels");
+  const int64_t m = xs.numel() / b.k;
+  if (os.numel() != m * b.n)
+    return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", b.n);
+  kernels::gemm::packed_gemm(m, b, epilogue(n, bias), out, b.n, kernels::gemm::MatrixRows{x, b.k});
+  return {};
+}
+
+/// A Conv2d (groups of packed filters) or DepthwiseConv2d (filter in place) node on this call's shapes.
+inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, const float* x, const ValueShape& xs,
+                          const float* filter, std::span<const int64_t> fd, float* out, const ValueShape& os,
+                          const float* bias) {
+  const kernels::nhwc::Geometry geo = geometry(n, xs, os, fd);
+  if (!geo.valid() || xs.d[0] != os.d[0])
+    return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
+                " do not fit the convolution's window");
+  const kernels::gemm::Epilogue ep = epilogue(n, bias);
+  if (depthwise) {
+    if (!kernels::nhwc::depthwise(geo, geo.O / geo.C, x, filter, ep, out))
+      return fail(Error::InvalidProgram, "a depthwise window of ", geo.KH, "x", geo.KW, " over ", geo.C,
+                  " channels into ", geo.O, " is not supported");
+    return {};
+  }
+  const int64_t groups = static_cast<int64_t>(p.packed.size()), cg = geo.C / groups, og = geo.O / groups;
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    kernels::gemm::Epilogue gep = ep;
+    if (bias) gep.bias = bias + gi * og;
+    kernels::nhwc::conv_group(geo, x, gi * cg, cg, p.packed[gi], gep, out, gi * og);
+  }
+  return {};
+}
+
+}  // namespace packed
+
+}  // namespace etrt::xnnpack

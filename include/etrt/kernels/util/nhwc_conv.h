@@ -1,0 +1,206 @@
+// 2-D convolution on NHWC activations (the layout XNNPACK payloads use), float:
+//   - a convolution with OHWI filters is a GEMM of the input windows (A: one row per output pixel, K = KH * KW * C
+//     in the filter's (kh, kw, c) order) by the packed filter (util/packed_gemm.h); WindowRows packs A straight
+//     from the input, padding taps as zeros, so no im2col buffer exists;
+//   - a depthwise convolution (a [1, KH, KW, C * M] filter, M outputs per input channel) is a direct loop that runs
+//     along the channels, which are contiguous in NHWC, compiled for AVX-512, AVX2 + FMA and the baseline and picked
+//     at run time like the GEMM's micro-kernels.
+// Both add the bias and clamp as they write the output. Geometry is checked by the caller (NhwcGeometry::valid).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "etrt/kernels/util/gemm.h"
+#include "etrt/kernels/util/packed_gemm.h"
+#include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/vec.h"
+
+namespace etrt::kernels::nhwc {
+
+struct Geometry {
+  int64_t N = 0, H = 0, W = 0, C = 0;  // input [N, H, W, C]
+  int64_t OH = 0, OW = 0, O = 0;       // output [N, OH, OW, O]
+  int64_t KH = 1, KW = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+
+  static int64_t out_size(int64_t in, int64_t pad_a, int64_t pad_b, int64_t k, int64_t s, int64_t d) {
+    const int64_t span = d * (k - 1) + 1;
+    return in + pad_a + pad_b < span ? 0 : (in + pad_a + pad_b - span) / s + 1;
+  }
+  /// Every size positive (the batch may be 0), strides and dilations >= 1, the output size what the input,
+  /// padding and window give, and every product within int64.
+  bool valid() const {
+    constexpr int64_t kMax = int64_t{1} << 31;
+    for (int64_t v : {H, W, C, OH, OW, O, KH, KW, sh, sw, dh, dw})
+      if (v < 1 || v > kMax) return false;
+    for (int64_t v : {N, pt, pl, pb, pr})
+      if (v < 0 || v > kMax) return false;
+    return OH == out_size(H, pt, pb, KH, sh, dh) && OW == out_size(W, pl, pr, KW, sw, dw);
+  }
+  bool pointwise() const {
+    return KH == 1 && KW == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && pb == 0 && pr == 0 && OH == H && OW == W;
+  }
+};
+
+/// The largest depthwise window the direct loop takes (its tap list lives on the stack); the caller checks it.
+inline constexpr int64_t kMaxDepthwiseTaps = 64;
+
+/// Packs rows of A = the input windows for output pixels (row r = (n * OH + oh) * OW + ow), columns (kh, kw, c) for
+/// input channels [c0, c0 + cg) (a group's channels).
+struct WindowRows {
+  const Geometry& g;
+  const float* in;
+  int64_t c0;
+  int64_t cg;
+
+  const float* direct(int64_t, int64_t, int64_t&) const { return nullptr; }  // windows are always gathered
+
+  void operator()(int64_t i, int64_t rows, int64_t pc, int64_t kc, int mr, float* dst) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t row = i + r, ow = row % g.OW, t = row / g.OW, oh = t % g.OH, n = t / g.OH;
+      const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+      float* d = dst + (r / mr) * kc * mr + (r % mr);
+      int64_t p = pc;
+      while (p < pc + kc) {
+        const int64_t tap = p / cg, c = p % cg, len = std::min(cg - c, pc + kc - p);
+        const int64_t ih = ih0 + (tap / g.KW) * g.dh, iw = iw0 + (tap % g.KW) * g.dw;
+        float* out = d + (p - pc) * mr;
+        if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) {
+          for (int64_t q = 0; q < len; ++q) out[q * mr] = 0.f;
+        } else {
+          const float* src = in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c;
+          if (mr == 1) std::memcpy(out, src, static_cast<size_t>(len) * sizeof(float));
+          else for (int64_t q = 0; q < len; ++q) out[q * mr] = src[q];
+        }
+        p += len;
+      }
+    }
+  }
+};
+
+/// out = clamp(conv(in, filter) + bias) for one group: filter packed as B (K = KH * KW * cg rows, the group's output
+/// channels as columns), writing output channels [o0, o0 + B.n).
+inline void conv_group(const Geometry& g, const float* in, int64_t c0, int64_t cg, const gemm::PackedB& B,
+                       const gemm::Epilogue& ep, float* out, int64_t o0) {
+  const int64_t m = g.N * g.OH * g.OW;
+  if (g.pointwise() && cg == g.C)
+    gemm::packed_gemm(m, B, ep, out + o0, g.O, gemm::MatrixRows{in, g.C});
+  else
+    gemm::packed_gemm(m, B, ep, out + o0, g.O, WindowRows{g, in, c0, cg});
+}
+
+namespace detail {
+
+/// Output rows [r0, r1) (row = n * OH + oh) of a depthwise convolution with `mult` outputs per input channel. Per
+/// output pixel the taps inside the input are listed first. With one output per channel, two registers of channels
+/// at a time then accumulate over every tap (two independent chains), starting from the bias, and are clamped
+/// before the one store; with several, each output channel reads its input channel c / mult.
+template <int Lanes>
+[[gnu::always_inline]] inline void depthwise_body(const Geometry& g, int64_t mult, const float* in,
+                                                  const float* filter, const gemm::Epilogue& ep, float* out,
+                                                  int64_t r0, int64_t r1) {
+  using V = vec::Vec<Lanes>;
+  using vec::load, vec::store;
+  const bool clamp = ep.clamps();
+  const float lo = ep.lo, hi = ep.hi;
+  const int64_t O = g.O;
+  const float* xs[kMaxDepthwiseTaps];
+  const float* ws[kMaxDepthwiseTaps];
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t oh = row % g.OH, n = row / g.OH;
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      float* o = out + (row * g.OW + ow) * O;
+      int64_t taps = 0;
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+          if (iw < 0 || iw >= g.W) continue;
+          xs[taps] = in + ((n * g.H + ih) * g.W + iw) * g.C;
+          ws[taps] = filter + (kh * g.KW + kw) * O;
+          ++taps;
+        }
+      }
+      int64_t c = 0;
+      if (mult == 1) {
+        for (; c + 2 * Lanes <= O; c += 2 * Lanes) {
+          V a0{}, a1{}, x0, x1, w0, w1;
+          if (ep.bias) {
+            load(a0, ep.bias + c);
+            load(a1, ep.bias + c + Lanes);
+          }
+          for (int64_t t = 0; t < taps; ++t) {
+            load(x0, xs[t] + c);
+            load(x1, xs[t] + c + Lanes);
+            load(w0, ws[t] + c);
+            load(w1, ws[t] + c + Lanes);
+            a0 += x0 * w0;
+            a1 += x1 * w1;
+          }
+          if (clamp) {
+            a0 = a0 < lo ? lo : a0;  // a NaN compares false and stays
+            a0 = a0 > hi ? hi : a0;
+            a1 = a1 < lo ? lo : a1;
+            a1 = a1 > hi ? hi : a1;
+          }
+          store(o + c, a0);
+          store(o + c + Lanes, a1);
+        }
+      }
+      for (; c < O; ++c) {
+        const int64_t ic = c / mult;
+        float acc = ep.bias ? ep.bias[c] : 0.f;
+        for (int64_t t = 0; t < taps; ++t) acc += xs[t][ic] * ws[t][c];
+        o[c] = clamp ? std::min(std::max(acc, lo), hi) : acc;
+      }
+    }
+  }
+}
+
+using DepthwiseFn = void (*)(const Geometry&, int64_t, const float*, const float*, const gemm::Epilogue&, float*,
+                             int64_t, int64_t);
+
+#ifdef ETRT_GEMM_X86
+[[gnu::target("avx512f")]] inline void depthwise_avx512(const Geometry& g, int64_t m, const float* in, const float* f,
+                                                        const gemm::Epilogue& ep, float* out, int64_t r0, int64_t r1) {
+  depthwise_body<16>(g, m, in, f, ep, out, r0, r1);
+}
+[[gnu::target("avx2,fma")]] inline void depthwise_avx2(const Geometry& g, int64_t m, const float* in, const float* f,
+                                                       const gemm::Epilogue& ep, float* out, int64_t r0, int64_t r1) {
+  depthwise_body<8>(g, m, in, f, ep, out, r0, r1);
+}
+#endif
+inline void depthwise_base(const Geometry& g, int64_t m, const float* in, const float* f, const gemm::Epilogue& ep,
+                           float* out, int64_t r0, int64_t r1) {
+  depthwise_body<4>(g, m, in, f, ep, out, r0, r1);
+}
+
+inline DepthwiseFn pick_depthwise() {
+#ifdef ETRT_GEMM_X86
+  const int level = gemm::detail::cpu_level();
+  if (level == 2) return &depthwise_avx512;
+  if (level == 1) return &depthwise_avx2;
+#endif
+  return &depthwise_base;
+}
+
+}  // namespace detail
+
+/// out [N, OH, OW, C * mult] = clamp(depthwise conv(in [N, H, W, C], filter [KH, KW, C * mult]) + bias); false
+/// (nothing written) for a window of more than kMaxDepthwiseTaps taps or channels that are not C * mult.
+inline bool depthwise(const Geometry& g, int64_t mult, const float* in, const float* filter, const gemm::Epilogue& ep,
+                      float* out) {
+  if (g.KH * g.KW > kMaxDepthwiseTaps || mult < 1 || g.O != g.C * mult) return false;
+  const detail::DepthwiseFn fn = detail::pick_depthwise();
+  const int64_t rows = g.N * g.OH;
+  const int64_t work = rows * g.OW * g.O * g.KH * g.KW;
+  if (work < min_parallel_work() || rows < 2) fn(g, mult, in, filter, ep, out, 0, rows);
+  else parallel_for(rows, 1, [&](int64_t r0, int64_t r1) { fn(g, mult, in, filter, ep, out, r0, r1); });
+  return true;
+}
+
+}  // namespace etrt::kernels::nhwc

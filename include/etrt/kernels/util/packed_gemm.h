@@ -1,0 +1,283 @@
+// A float GEMM whose B operand (a layer's weights) is packed once, when a method loads, with the bias and an output
+// clamp applied as C is written.
+//
+// Note [packed gemm]: B (k x n) is stored in the panels of the micro-kernels of the CPU level picked at packing time
+// (util/gemm.h, Note [gemm blocking]): for each block of kPackedKc rows of B, the ceil(n / NR) column panels of that
+// block, each kc x NR row-major and zero-padded to NR columns. A call reads A through a caller-supplied packer: a
+// row-major A (a linear layer's input, a pointwise convolution's NHWC input) is read in place, the micro-kernels
+// taking its row stride; a convolution packs its input windows straight into MR-row panels, a block of MC rows at
+// a time, so no im2col buffer exists. Full MR-row groups go through the MR x NR kernel, the rows left over one at
+// a time through the 1 x NR kernel (as fast per row while the B panel sits in L1, so no work is spent on padding
+// rows: a batch-1 linear layer is all row kernel). The epilogue runs on the accumulators before the one store:
+// the bias on the first K block, C itself on later ones, the clamp on the last, so an activation fused by the
+// exporter (ReLU, ReLU6 as output_min/max) costs no extra pass over the output. Only the last, narrower column
+// panel goes through a tile buffer.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <new>
+
+#include "etrt/core/result.h"
+#include "etrt/kernels/util/gemm.h"
+#include "etrt/kernels/util/parallel.h"
+
+namespace etrt::kernels::gemm {
+
+inline constexpr int64_t kPackedKc = 256;
+inline constexpr int64_t kPackedMc = 144;  // a multiple of every MR (8, 6, 4)
+
+/// What is applied as C is written: C = clamp(A * B + bias, lo, hi). bias (n floats) may be null.
+struct Epilogue {
+  const float* bias = nullptr;
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  bool clamps() const {
+    return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity();
+  }
+};
+
+namespace detail {
+
+/// Where a micro-kernel writes its tile: C (row stride ldc), after adding C itself (accumulate: a later K block)
+/// or the bias (the first block; null for none), clamped on the last block.
+struct TileOut {
+  float* c;
+  int64_t ldc;
+  const float* bias;
+  bool accumulate;
+  bool clamp;
+  float lo, hi;
+};
+
+/// An MR x NR tile of A * B over kc, A read at a[p * a_ps + i * a_is] (packed panels: MR, 1; rows of a row-major
+/// matrix read in place: 1, lda), B one packed panel; the epilogue runs on the accumulators in registers.
+template <int MR, int NR, bool Fma>
+[[gnu::always_inline]] inline void micro_c(int64_t kc, const float* __restrict a, int64_t a_ps, int64_t a_is,
+                                           const float* __restrict b, const TileOut& t) {
+  float acc[MR * NR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    float bv[NR];
+#pragma GCC unroll 64
+    for (int j = 0; j < NR; ++j) bv[j] = b[p * NR + j];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float av = a[p * a_ps + i * a_is];
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) {
+        if constexpr (Fma) acc[i * NR + j] = __builtin_fmaf(av, bv[j], acc[i * NR + j]);
+        else acc[i * NR + j] += av * bv[j];
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* __restrict crow = t.c + i * t.ldc;
+    float* r = acc + i * NR;
+    if (t.accumulate) {
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) r[j] += crow[j];
+    } else if (t.bias) {
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) r[j] += t.bias[j];
+    }
+    if (t.clamp) {
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) r[j] = std::min(std::max(r[j], t.lo), t.hi);  // NaN stays NaN
+    }
+#pragma GCC unroll 64
+    for (int j = 0; j < NR; ++j) crow[j] = r[j];
+  }
+}
+
+using MicroC = void (*)(int64_t, const float*, int64_t, int64_t, const float*, const TileOut&);
+struct MicroCKernels {
+  MicroC full;  // MR x NR
+  MicroC row;   // 1 x NR
+  int mr;
+  int nr;
+};
+
+#ifdef ETRT_GEMM_X86
+[[gnu::target("avx512f")]] inline void c_f32_avx512(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
+                                                    const TileOut& t) {
+  micro_c<8, 32, true>(kc, a, ps, is, b, t);
+}
+[[gnu::target("avx512f")]] inline void c_row_f32_avx512(int64_t kc, const float* a, int64_t ps, int64_t is,
+                                                        const float* b, const TileOut& t) {
+  micro_c<1, 32, true>(kc, a, ps, is, b, t);
+}
+[[gnu::target("avx2,fma")]] inline void c_f32_avx2(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
+                                                   const TileOut& t) {
+  micro_c<6, 16, true>(kc, a, ps, is, b, t);
+}
+[[gnu::target("avx2,fma")]] inline void c_row_f32_avx2(int64_t kc, const float* a, int64_t ps, int64_t is,
+                                                       const float* b, const TileOut& t) {
+  micro_c<1, 16, true>(kc, a, ps, is, b, t);
+}
+#endif
+inline void c_f32_base(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b, const TileOut& t) {
+  micro_c<4, 8, false>(kc, a, ps, is, b, t);
+}
+inline void c_row_f32_base(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b, const TileOut& t) {
+  micro_c<1, 8, false>(kc, a, ps, is, b, t);
+}
+
+/// The kernels of a level (cpu_level): the same tile shapes as pick_micro<float>.
+inline MicroCKernels micro_c_kernels(int level) {
+#ifdef ETRT_GEMM_X86
+  if (level == 2) return {&c_f32_avx512, &c_row_f32_avx512, 8, 32};
+  if (level == 1) return {&c_f32_avx2, &c_row_f32_avx2, 6, 16};
+#endif
+  (void)level;
+  return {&c_f32_base, &c_row_f32_base, 4, 8};
+}
+
+}  // namespace detail
+
+/// B packed for the micro-kernels of one level (Note [packed gemm]).
+struct PackedB {
+  std::unique_ptr<float[]> data;
+  int64_t k = 0;
+  int64_t n = 0;
+  int level = 0;  // the cpu_level the panels were laid out for
+  int nr = 8;
+
+  int64_t panels() const { return (n + nr - 1) / nr; }
+  int64_t micro_rows() const { return detail::micro_c_kernels(level).mr; }
+  /// The kc x NR panel `panel` of the K block starting at row pc (pc a multiple of kPackedKc).
+  const float* block(int64_t pc, int64_t panel, int64_t kc) const {
+    return data.get() + pc * panels() * nr + panel * kc * nr;
+  }
+};
+
+/// Floats a packed k x n matrix takes with this CPU's micro-kernel: for memory budgets, before packing.
+inline uint64_t packed_b_floats(int64_t k, int64_t n) {
+  const int64_t nr = detail::micro_c_kernels(detail::cpu_level()).nr;
+  return static_cast<uint64_t>((n + nr - 1) / nr * nr) * static_cast<uint64_t>(k);
+}
+
+/// Packs B(p, j) = b[p * rs + j * cs] for p < k, j < n.
+inline Result<PackedB> pack_b(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n) {
+  PackedB out;
+  out.k = k;
+  out.n = n;
+  out.level = detail::cpu_level();
+  out.nr = detail::micro_c_kernels(out.level).nr;
+  const uint64_t floats = packed_b_floats(k, n);
+  out.data.reset(new (std::nothrow) float[std::max<uint64_t>(floats, 1)]);
+  if (!out.data) return fail(Error::MemoryAllocationFailed, "cannot allocate ", floats * sizeof(float), " bytes of packed weights");
+  const int nr = out.nr;
+  for (int64_t pc = 0; pc < k; pc += kPackedKc)
+    detail::pack_b(b + pc * rs, rs, cs, std::min(kPackedKc, k - pc), n, nr, out.data.get() + pc * out.panels() * nr);
+  return out;
+}
+
+namespace detail {
+
+/// Writes a rows x cols tile (row stride nr) into C at (i, j) per the epilogue (Note [packed gemm]).
+inline void store_tile(const float* tile, int nr, int64_t rows, int64_t cols, float* c, int64_t ldc, int64_t j,
+                       const Epilogue& ep, bool first, bool last) {
+  const bool clamp = last && ep.clamps();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* crow = c + r * ldc + j;
+    const float* t = tile + r * nr;
+    for (int64_t q = 0; q < cols; ++q) {
+      float v = t[q] + (first ? (ep.bias ? ep.bias[j + q] : 0.f) : crow[q]);
+      if (clamp) v = std::min(std::max(v, ep.lo), ep.hi);  // NaN stays NaN, as torch's clamp
+      crow[q] = v;
+    }
+  }
+}
+
+/// Rows [i0, i1) and column panels [p0, p1) of C. pack_a(i, rows, pc, kc, mr, dst) writes rows [i, i + rows) x
+/// columns [pc, pc + kc) of A into rows / mr panels of mr rows (rows is a multiple of mr); pack_a.direct(i, pc,
+/// lda) returns row i of A from column pc when A can be read in place (lda: its row stride), else null.
+template <class PackA>
+inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedB& B, const Epilogue& ep, float* c,
+                         int64_t ldc, PackA& pack_a) {
+  const MicroCKernels mk = micro_c_kernels(B.level);
+  const int mr = mk.mr, nr = mk.nr;
+  thread_local Scratch<float> scratch;
+  float* apack = scratch.get_a(static_cast<size_t>(kPackedMc * kPackedKc));
+  alignas(64) float tile[8 * 32];
+  for (int64_t pc = 0; pc < B.k; pc += kPackedKc) {
+    const int64_t kc = std::min(kPackedKc, B.k - pc);
+    const bool first = pc == 0, last = pc + kc >= B.k;
+    for (int64_t ic = i0; ic < i1; ic += kPackedMc) {
+      const int64_t mc = std::min(kPackedMc, i1 - ic);
+      const int64_t full = mc / mr * mr;
+      int64_t lda = 0;
+      const float* direct = pack_a.direct(ic, pc, lda);
+      if (!direct) {
+        if (full > 0) pack_a(ic, full, pc, kc, mr, apack);
+        if (mc > full) pack_a(ic + full, mc - full, pc, kc, 1, apack + full * kc);
+      }
+      for (int64_t panel = p0; panel < p1; ++panel) {
+        const float* bp = B.block(pc, panel, kc);
+        const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B.n - j);
+        // A whole panel is written from registers; the last, narrower one goes through `tile`.
+        const TileOut to{c + ic * ldc + j, ldc, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
+                         ep.lo, ep.hi};
+        const TileOut to_tile{tile, nr, nullptr, false, false, 0.f, 0.f};
+        for (int64_t ir = 0; ir < mc; ir += ir < full ? mr : 1) {
+          const bool whole = ir < full;
+          const float* a = direct ? direct + ir * lda : apack + ir * kc;
+          const int64_t a_ps = direct || !whole ? 1 : mr, a_is = direct ? lda : 1;
+          const MicroC fn = whole ? mk.full : mk.row;
+          if (cols == nr) {
+            TileOut t = to;
+            t.c += ir * ldc;
+            fn(kc, a, a_ps, a_is, bp, t);
+          } else {
+            fn(kc, a, a_ps, a_is, bp, to_tile);
+            store_tile(tile, nr, whole ? mr : 1, cols, c + (ic + ir) * ldc, ldc, j, ep, first, last);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+/// C (m x B.n, row stride ldc) = clamp(A * B + bias), A read through pack_a (see detail::packed_block). Large
+/// products are split across threads by rows of C when there are enough of them, else by column panels.
+template <class PackA>
+inline void packed_gemm(int64_t m, const PackedB& B, const Epilogue& ep, float* c, int64_t ldc, PackA&& pack_a) {
+  if (m <= 0 || B.n <= 0) return;
+  if (B.k <= 0) {  // an empty sum: the bias, clamped
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < B.n; ++j) {
+        const float v = ep.bias ? ep.bias[j] : 0.f;
+        c[i * ldc + j] = ep.clamps() ? std::min(std::max(v, ep.lo), ep.hi) : v;
+      }
+    return;
+  }
+  const int64_t panels = B.panels();
+  if (m * B.n * B.k < min_parallel_work() || thread_count().load() <= 1) {
+    detail::packed_block(0, m, 0, panels, B, ep, c, ldc, pack_a);
+  } else if (m >= 2 * kPackedMc || (m >= 2 * B.micro_rows() && panels < 2 * thread_count().load())) {
+    parallel_for(m, m >= 2 * kPackedMc ? kPackedMc : B.micro_rows(), [&](int64_t i0, int64_t i1) { detail::packed_block(i0, i1, 0, panels, B, ep, c, ldc, pack_a); });
+  } else {
+    parallel_for(panels, 1, [&](int64_t p0, int64_t p1) { detail::packed_block(0, m, p0, p1, B, ep, c, ldc, pack_a); });
+  }
+}
+
+/// The packer for a row-major A (m x k, row stride lda).
+struct MatrixRows {
+  const float* a;
+  int64_t lda;
+  void operator()(int64_t i, int64_t rows, int64_t pc, int64_t kc, int mr, float* dst) const {
+    detail::pack_a(a + i * lda + pc, lda, int64_t{1}, rows, kc, mr, dst);
+  }
+  /// Read in place: the micro-kernels take A's row stride, so a row-major A is never copied.
+  const float* direct(int64_t i, int64_t pc, int64_t& row_stride) const {
+    row_stride = lda;
+    return a + i * lda + pc;
+  }
+};
+
+}  // namespace etrt::kernels::gemm

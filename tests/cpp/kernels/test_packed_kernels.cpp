@@ -1,0 +1,292 @@
+// The packed-filter kernels the XNNPACK delegate runs on (kernels/util/packed_gemm.h, nhwc_conv.h), on every
+// micro-kernel level, against double-precision references: row remainders, K over one block, N off the panel width,
+// bias and clamp, and convolutions with groups, strides, dilations, asymmetric padding and channel multipliers.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "etrt/kernels/util/nhwc_conv.h"
+#include "etrt/kernels/util/packed_gemm.h"
+#include "etrt/kernels/util/vec.h"
+
+using namespace etrt;
+using namespace etrt::kernels;
+
+namespace {
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+double clamp_ref(double v, float lo, float hi) { return std::min<double>(std::max<double>(v, lo), hi); }
+
+/// Runs f once per micro-kernel level this CPU has (2 = AVX-512, 1 = AVX2, 0 = baseline), then restores auto.
+template <class F>
+void each_level(F&& f) {
+  for (int level : {2, 1, 0}) {
+    gemm::detail::force_level = level;
+    INFO("micro-kernel level " << level);
+    f();
+  }
+  gemm::detail::force_level = -1;
+}
+
+/// NHWC convolution in double: filter OHWI [O, KH, KW, C / groups].
+std::vector<double> conv_ref(const nhwc::Geometry& g, int64_t groups, const std::vector<float>& in,
+                             const std::vector<float>& w, const float* bias) {
+  const int64_t cg = g.C / groups, og = g.O / groups;
+  std::vector<double> out(static_cast<size_t>(g.N * g.OH * g.OW * g.O));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        for (int64_t o = 0; o < g.O; ++o) {
+          const int64_t grp = o / og;
+          double s = bias ? bias[o] : 0.0;
+          for (int64_t kh = 0; kh < g.KH; ++kh)
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              const int64_t ih = oh * g.sh - g.pt + kh * g.dh, iw = ow * g.sw - g.pl + kw * g.dw;
+              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+              for (int64_t c = 0; c < cg; ++c)
+                s += double(in[((n * g.H + ih) * g.W + iw) * g.C + grp * cg + c]) *
+                     w[((o * g.KH + kh) * g.KW + kw) * cg + c];
+            }
+          out[((n * g.OH + oh) * g.OW + ow) * g.O + o] = s;
+        }
+  return out;
+}
+
+nhwc::Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t o, int64_t k, int64_t s, int64_t d,
+                        std::array<int64_t, 4> pad /* top, left, bottom, right */) {
+  nhwc::Geometry g;
+  g.N = n, g.H = h, g.W = w, g.C = c, g.O = o, g.KH = k, g.KW = k, g.sh = s, g.sw = s, g.dh = d, g.dw = d;
+  g.pt = pad[0], g.pl = pad[1], g.pb = pad[2], g.pr = pad[3];
+  g.OH = nhwc::Geometry::out_size(h, g.pt, g.pb, k, s, d);
+  g.OW = nhwc::Geometry::out_size(w, g.pl, g.pr, k, s, d);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("packed gemm: rows, K blocks, panel edges, bias and clamp match a double reference", "[packed][gemm]") {
+  each_level([] {
+    for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {1, 100, 300}, {5, 33, 7}, {13, 64, 600}, {150, 40, 50},
+                           {300, 70, 33}}) {
+      const auto a = random_floats(static_cast<size_t>(m * k), 1), w = random_floats(static_cast<size_t>(n * k), 2);
+      const auto bias = random_floats(static_cast<size_t>(n), 3);
+      for (bool transposed : {false, true}) {
+        // w holds B^T ([n, k], a linear layer's weight) or B ([k, n]).
+        auto packed = transposed ? gemm::pack_b(w.data(), n, 1, k, n) : gemm::pack_b(w.data(), 1, k, k, n);
+        REQUIRE(packed);
+        gemm::Epilogue ep;
+        ep.bias = bias.data();
+        ep.lo = -0.5f;
+        ep.hi = 2.0f;
+        std::vector<float> c(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+        gemm::packed_gemm(m, *packed, ep, c.data(), n, gemm::MatrixRows{a.data(), k});
+        double err = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = bias[j];
+            for (int64_t p = 0; p < k; ++p) s += double(a[i * k + p]) * (transposed ? w[p * n + j] : w[j * k + p]);
+            err = std::max(err, std::abs(c[i * n + j] - clamp_ref(s, ep.lo, ep.hi)));
+          }
+        INFO("m " << m << " n " << n << " k " << k << " transposed " << transposed);
+        CHECK(err < 1e-4);
+      }
+    }
+  });
+}
+
+TEST_CASE("packed gemm: a NaN product stays NaN through the clamp; an empty K writes the clamped bias", "[packed][gemm]") {
+  const std::vector<float> a{std::numeric_limits<float>::quiet_NaN(), 1.f}, w{1.f, 1.f, 2.f, 2.f};  // k 2, n 2
+  auto packed = gemm::pack_b(w.data(), 1, 2, 2, 2);
+  REQUIRE(packed);
+  gemm::Epilogue ep;
+  ep.lo = 0.f;
+  ep.hi = 6.f;
+  std::vector<float> c(2);
+  gemm::packed_gemm(1, *packed, ep, c.data(), 2, gemm::MatrixRows{a.data(), 2});
+  CHECK(std::isnan(c[0]));
+  CHECK(std::isnan(c[1]));
+
+  auto empty = gemm::pack_b(w.data(), 1, 0, 0, 2);
+  REQUIRE(empty);
+  const std::vector<float> bias{-3.f, 9.f};
+  ep.bias = bias.data();
+  gemm::packed_gemm(1, *empty, ep, c.data(), 2, gemm::MatrixRows{a.data(), 0});
+  CHECK(c == std::vector<float>{0.f, 6.f});
+}
+
+TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, pointwise", "[packed][conv]") {
+  struct Case {
+    nhwc::Geometry g;
+    int64_t groups;
+  };
+  const Case cases[] = {
+      {geometry(2, 9, 7, 3, 8, 3, 1, 1, {1, 1, 1, 1}), 1},
+      {geometry(1, 12, 11, 4, 6, 3, 2, 1, {0, 0, 1, 1}), 1},   // the exporter's asymmetric "same" padding
+      {geometry(1, 10, 10, 6, 9, 3, 1, 2, {2, 2, 2, 2}), 3},   // grouped, dilated
+      {geometry(3, 5, 6, 40, 17, 1, 1, 1, {0, 0, 0, 0}), 1},   // pointwise: the input is A
+      {geometry(1, 8, 8, 70, 33, 2, 2, 1, {0, 0, 0, 0}), 1},   // K = 280 spans two K blocks
+  };
+  each_level([&] {
+    for (const Case& t : cases) {
+      const nhwc::Geometry& g = t.g;
+      REQUIRE(g.valid());
+      const int64_t cg = g.C / t.groups, og = g.O / t.groups, k = g.KH * g.KW * cg;
+      const auto in = random_floats(static_cast<size_t>(g.N * g.H * g.W * g.C), 4);
+      const auto w = random_floats(static_cast<size_t>(g.O * k), 5);
+      const auto bias = random_floats(static_cast<size_t>(g.O), 6);
+      std::vector<float> out(static_cast<size_t>(g.N * g.OH * g.OW * g.O), -7.f);
+      gemm::Epilogue ep;
+      ep.lo = 0.f;  // ReLU fused
+      for (int64_t gi = 0; gi < t.groups; ++gi) {
+        auto packed = gemm::pack_b(w.data() + gi * og * k, 1, k, k, og);
+        REQUIRE(packed);
+        gemm::Epilogue gep = ep;
+        gep.bias = bias.data() + gi * og;
+        nhwc::conv_group(g, in.data(), gi * cg, cg, *packed, gep, out.data(), gi * og);
+      }
+      const auto ref = conv_ref(g, t.groups, in, w, bias.data());
+      double err = 0;
+      for (size_t i = 0; i < ref.size(); ++i) err = std::max(err, std::abs(out[i] - std::max(ref[i], 0.0)));
+      INFO("N " << g.N << " H " << g.H << " C " << g.C << " O " << g.O << " K " << g.KH << " groups " << t.groups);
+      CHECK(err < 1e-4);
+    }
+  });
+}
+
+TEST_CASE("nhwc depthwise convolution: multipliers, strides, padding, bias, clamp", "[packed][conv]") {
+  each_level([] {
+    for (auto [c, mult, k, s, d] : {std::array<int64_t, 5>{32, 1, 3, 1, 1}, {7, 1, 3, 2, 1}, {5, 3, 5, 1, 2}, {48, 1, 3, 2, 1}}) {
+      const nhwc::Geometry g = geometry(2, 13, 11, c, c * mult, k, s, d, {1, 2, 2, 1});
+      REQUIRE(g.valid());
+      const auto in = random_floats(static_cast<size_t>(g.N * g.H * g.W * g.C), 7);
+      const auto f = random_floats(static_cast<size_t>(g.KH * g.KW * g.O), 8);  // [1, KH, KW, O]
+      const auto bias = random_floats(static_cast<size_t>(g.O), 9);
+      std::vector<float> out(static_cast<size_t>(g.N * g.OH * g.OW * g.O));
+      gemm::Epilogue ep;
+      ep.bias = bias.data();
+      ep.lo = -1.f;
+      ep.hi = 1.f;
+      REQUIRE(nhwc::depthwise(g, mult, in.data(), f.data(), ep, out.data()));
+      // The same convolution as C groups of one input channel, filter OHWI [O, KH, KW, 1].
+      std::vector<float> ohwi(f.size());
+      for (int64_t o = 0; o < g.O; ++o)
+        for (int64_t t = 0; t < g.KH * g.KW; ++t) ohwi[o * g.KH * g.KW + t] = f[t * g.O + o];
+      const auto ref = conv_ref(g, c, in, ohwi, bias.data());
+      double err = 0;
+      for (size_t i = 0; i < ref.size(); ++i) err = std::max(err, std::abs(out[i] - clamp_ref(ref[i], -1.f, 1.f)));
+      INFO("C " << c << " multiplier " << mult << " kernel " << k << " stride " << s << " dilation " << d);
+      CHECK(err < 1e-5);
+    }
+  });
+}
+
+TEST_CASE("nhwc depthwise: a window over the tap limit is refused, nothing written", "[packed][conv]") {
+  const nhwc::Geometry g = geometry(1, 20, 20, 2, 2, 9, 1, 1, {4, 4, 4, 4});  // 81 taps
+  REQUIRE(g.valid());
+  std::vector<float> in(20 * 20 * 2, 1.f), f(81 * 2, 1.f), out(20 * 20 * 2, -5.f);
+  CHECK_FALSE(nhwc::depthwise(g, 1, in.data(), f.data(), gemm::Epilogue{}, out.data()));
+  CHECK(out[0] == -5.f);
+}
+
+TEST_CASE("nhwc geometry: an output size the window does not give is not valid", "[packed][conv]") {
+  nhwc::Geometry g = geometry(1, 8, 8, 3, 4, 3, 1, 1, {1, 1, 1, 1});
+  CHECK(g.valid());
+  g.OH += 1;
+  CHECK_FALSE(g.valid());
+  g = geometry(1, 8, 8, 3, 4, 3, 1, 1, {0, 0, 0, 0});
+  g.sh = 0;
+  CHECK_FALSE(g.valid());
+}
+
+TEST_CASE("worker pool: every chunk runs once per region, over many regions, with the pool current", "[packed][pool]") {
+  const int saved = thread_count().load();
+  thread_count() = 3;
+  {
+    WorkerPool pool;
+    PoolScope scope(pool);
+    for (int region = 0; region < 2000; ++region) {
+      std::vector<std::atomic<int>> hits(97);
+      parallel_for(97, 10, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+      });
+      bool once = true;
+      for (auto& h : hits) once = once && h.load() == 1;
+      REQUIRE(once);
+    }
+    // Raising the thread count starts more workers; they join in from the next region on.
+    thread_count() = 5;
+    for (int region = 0; region < 200; ++region) {
+      std::atomic<int64_t> total{0};
+      parallel_for(500, 1, [&](int64_t b, int64_t e) { total += e - b; });
+      REQUIRE(total.load() == 500);
+    }
+    thread_count() = 3;
+    // A region inside a region finds the pool busy and runs on its caller.
+    std::atomic<int> inner{0};
+    parallel_for(4, 1, [&](int64_t b0, int64_t e0) {
+      for (int64_t i = b0; i < e0; ++i) parallel_for(8, 1, [&](int64_t b, int64_t e) { inner += int(e - b); });
+    });
+    CHECK(inner.load() == 4 * 8);
+    // An exception reaches the caller after every chunk ran, and the pool keeps working.
+    std::atomic<int> ran{0};
+    CHECK_THROWS_AS(parallel_for(3000, 1000,
+                                 [&](int64_t b, int64_t) {
+                                   ++ran;
+                                   if (b == 1000) throw std::length_error("chunk 1");
+                                 }),
+                    std::length_error);
+    CHECK(ran.load() == 3);
+    std::atomic<int64_t> sum{0};
+    parallel_for(1000, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sum += i;
+    });
+    CHECK(sum.load() == 999 * 1000 / 2);
+  }  // the workers join here
+  thread_count() = saved;
+}
+
+TEST_CASE("lane-wise exp matches libm within 2 ulp and keeps its special values", "[packed][vec]") {
+  std::vector<float> xs;
+  for (float x = -100.f; x <= 100.f; x += 0.0137f) xs.push_back(x);
+  for (float x : {0.f, -0.f, 88.37f, 88.38f, -87.33f, -87.34f, 1e-30f, -1e-30f}) xs.push_back(x);
+  xs.push_back(std::numeric_limits<float>::infinity());
+  xs.push_back(-std::numeric_limits<float>::infinity());
+  xs.push_back(std::numeric_limits<float>::quiet_NaN());
+  while (xs.size() % 8) xs.push_back(0.5f);
+  int worst = 0;
+  for (size_t i = 0; i < xs.size(); i += 8) {
+    vec::Vec<8> v, e;
+    vec::load(v, xs.data() + i);
+    vec::exp<8>(e, v);
+    for (int k = 0; k < 8; ++k) {
+      const float x = xs[i + k], got = e[k], want = std::exp(x);
+      INFO("x = " << x << " got " << got << " want " << want);
+      if (std::isnan(x)) {
+        CHECK(std::isnan(got));
+      } else if (x > 88.3762626647949f) {  // where libm's result nears FLT_MAX the approximation saturates
+        CHECK(std::isinf(got));
+      } else if (want == 0.f || std::isinf(want) || want < std::numeric_limits<float>::min()) {
+        CHECK((got == want || std::abs(got) < 2 * std::numeric_limits<float>::min()));  // flushed below the normals
+      } else {
+        int32_t a, b;
+        std::memcpy(&a, &got, 4);
+        std::memcpy(&b, &want, 4);
+        worst = std::max(worst, std::abs(a - b));
+      }
+    }
+  }
+  CHECK(worst <= 2);
+}
