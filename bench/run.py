@@ -8,7 +8,10 @@
 2. Zoo latency: every fixture in tests/fixtures/exported against the upstream runtime (executorch from PyPI),
    run in its own venv in a separate process (tools/export/make_export_venv.sh makes it; skipped without it).
 3. LLMs: prefill and decode seconds per token of every export_llm fixture against upstream on the same file.
-4. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
+4. XNNPACK: the lowered fixtures and mobilenet_v2 / efficientnet_b0 / resnet18 / vit_b_32 lowered to XNNPACK
+   (exported once by tools/export/zoo_sweep.py into ETRT_BENCH_ZOO), against upstream's XNNPACK on the same file.
+   `python bench/run.py xnnpack` runs this part alone.
+5. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
    and off, against one np.add(out=) call and against upstream (torch inputs) on the same file.
    `python bench/run.py overhead` runs this part alone.
 """
@@ -170,6 +173,68 @@ def llm(pl):
         row(name + " /token", t, up.get(name, "n/a"), "upstream")
 
 
+XNNPACK_FIXTURES = ROOT / "tests" / "fixtures" / "xnnpack"
+ZOO_XNNPACK = ("mobilenet_v2", "efficientnet_b0", "resnet18", "vit_b_32")
+
+
+def xnnpack_programs():
+    """(name, pte, npz, GFLOP or None): the committed XNNPACK fixtures, and the zoo architectures lowered to XNNPACK
+    (random weights, batch 1), exported once into ETRT_BENCH_ZOO (default /tmp/etrt-bench-zoo) with the export venv."""
+    progs = [(n, XNNPACK_FIXTURES / f"{n}.pte", XNNPACK_FIXTURES / f"{n}.npz", None)
+             for n in ("xnn_mlp", "xnn_cnn", "xnn_dwsep", "xnn_transformer")]
+    zoo_dir = pathlib.Path(os.environ.get("ETRT_BENCH_ZOO", "/tmp/etrt-bench-zoo"))
+    missing = [n for n in ZOO_XNNPACK if not (zoo_dir / f"{n}_xnnpack.pte").exists()]
+    if missing and UPSTREAM_PY.exists():
+        print(f"  exporting {', '.join(missing)} lowered to XNNPACK into {zoo_dir} (once)")
+        subprocess.run([str(UPSTREAM_PY), str(ROOT / "tools" / "export" / "zoo_sweep.py"), "export", "--xnnpack",
+                        "--out", str(zoo_dir), "--only", *missing], check=False, capture_output=True, text=True)
+    for n in ZOO_XNNPACK:
+        pte, npz = zoo_dir / f"{n}_xnnpack.pte", zoo_dir / f"{n}_xnnpack.npz"
+        if pte.exists():
+            z = np.load(npz)
+            progs.append((n, pte, npz, float(z["flops"]) / 1e9 if "flops" in z.files else None))
+    return progs
+
+
+def xnnpack(pl, rounds=3):
+    print(f"== XNNPACK-lowered programs vs upstream (its XNNPACK library) on the same file: median forward() per"
+          f" program, {rounds} rounds alternating ours and upstream, ratio = median over rounds; threads: ours"
+          f" {os.environ.get('ETRT_NUM_THREADS', 'all cores')}, upstream its default")
+    progs = xnnpack_programs()
+    spec = [{"name": n, "pte": str(pte), "method": "forward", "npz": str(npz), "inputs": [["tensor", "in0"]]}
+            for n, pte, npz, _ in progs]
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    ours = {n: [] for n, *_ in progs}
+    ours_torch = {n: [] for n, *_ in progs}
+    theirs = {n: [] for n, *_ in progs}
+    modules = {n: (pl._load_for_executorch(str(pte)), np.load(npz)["in0"]) for n, pte, npz, _ in progs}
+    for _ in range(rounds):
+        for n, (m, x) in modules.items():
+            ours[n].append(median_seconds(lambda: m.forward([x])))
+            if torch is not None:
+                tx = torch.from_numpy(x)
+                ours_torch[n].append(median_seconds(lambda: m.forward([tx])))
+        up = run_upstream(spec) or {}
+        for n in theirs:
+            if isinstance(up.get(n), float):
+                theirs[n].append(up[n])
+    for n, _, _, gflop in progs:
+        t = statistics.median(ours[n])
+        flops = f"   {gflop:5.2f} GFLOP at {gflop / t:5.1f} GFLOP/s" if gflop else ""
+        if theirs[n]:
+            ratio = statistics.median(o / u for o, u in zip(ours[n], theirs[n]))
+            line = (f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream {statistics.median(theirs[n]) * 1e3:8.3f} ms"
+                    f"   ratio {ratio:5.2f}")
+            if ours_torch[n]:
+                line += f" (torch in {statistics.median(o / u for o, u in zip(ours_torch[n], theirs[n])):5.2f})"
+            print(line + flops)
+        else:
+            print(f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream n/a{flops}")
+
+
 def overhead(rounds=5):
     print(f"== Python-boundary overhead: forward() on add.pte f32[2,3] ({rounds} rounds, ours and upstream alternating;"
           " best batch of 200 calls per figure; each ratio is the median over rounds of ours / upstream within the round)")
@@ -240,9 +305,13 @@ def main():
     if sys.argv[1:] == ["overhead"]:
         overhead()
         return 0
+    if sys.argv[1:] == ["xnnpack"]:
+        xnnpack(pl)
+        return 0
     kernels(pl)
     zoo(pl)
     llm(pl)
+    xnnpack(pl)
     overhead()
     return 0
 

@@ -1,13 +1,13 @@
 // Runs one method of a .pte with the header-only runtime: load, set the inputs, execute, read the outputs, and
 // report every error (errors are values: etrt::Result<T> / etrt::Status; nothing here throws).
 //
-//   c++ -std=c++20 -O2 $(python -c "import executorch_portable_lib as p; print(p.get_include_flags())") \
-//       examples/cpp/run_model.cpp -o run_model          # or: pkg-config --cflags executorch-portable-lib
+//   c++ $(python -m executorch_portable_lib config --cflags) -O2 examples/cpp/run_model.cpp -pthread -o run_model
+//       # or: pkg-config --cflags executorch-portable-lib
 //   ./run_model tests/fixtures/exported/add.pte forward
 //
 // Every float input is filled with 1, 2, 3, ...; other dtypes are zero. With the full kernel table this TU compiles
 // every kernel family (minutes); for one model, generate a table of only its operators and include that instead:
-//   python -m executorch_portable_lib.selective model.pte -o model_kernels.h   (then -DETRT_KERNELS_HEADER=...)
+//   python -m executorch_portable_lib selective model.pte -o model_kernels.h   (then -DETRT_KERNELS_HEADER=...)
 #include <cstdio>
 #include <vector>
 

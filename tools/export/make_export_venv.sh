@@ -12,19 +12,21 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 
 TORCH_VERSION="2.13.0"
 EXECUTORCH_VERSION="1.5.1"
+TORCHVISION_VERSION="0.28.0"  # the release paired with torch 2.13; the zoo sweep and bench/run.py xnnpack use its architectures
 
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 
 # Already good?  (keeps re-runs fast and offline-friendly)
-if "$VENV/bin/python" - "$TORCH_VERSION" "$EXECUTORCH_VERSION" <<'PYEOF' 2>/dev/null
+if "$VENV/bin/python" - "$TORCH_VERSION" "$EXECUTORCH_VERSION" "$TORCHVISION_VERSION" <<'PYEOF' 2>/dev/null
 import sys
 from importlib.metadata import version
 import torch, numpy  # noqa: F401
 t = version("torch").split("+")[0]
 e = version("executorch")
-sys.exit(0 if (t, e) == (sys.argv[1], sys.argv[2]) else 1)
+v = version("torchvision").split("+")[0]
+sys.exit(0 if (t, e, v) == (sys.argv[1], sys.argv[2], sys.argv[3]) else 1)
 PYEOF
 then
   echo "export venv at $VENV is up to date"
@@ -38,5 +40,7 @@ fi
   "torch==${TORCH_VERSION}" \
   "executorch==${EXECUTORCH_VERSION}" \
   numpy
+# Without its dependencies: they would replace the pinned CPU torch. Pillow is what its import needs besides torch.
+"$VENV/bin/python" -m pip install --no-deps "torchvision==${TORCHVISION_VERSION}" pillow
 
 "$VENV/bin/python" -c "import torch, executorch, numpy; from importlib.metadata import version; print('torch', torch.__version__, 'executorch', version('executorch'), 'numpy', numpy.__version__)"

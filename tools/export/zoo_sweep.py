@@ -7,7 +7,8 @@ real model needs that the portable kernel table lacks, and any output that diffe
     .venv-export/bin/python tools/export/zoo_sweep.py export [--out /tmp/zoo] [--only NAME ...] [--xnnpack]
     .venv/bin/python        tools/export/zoo_sweep.py run    [--out /tmp/zoo] [--only NAME ...] [--upstream PY]
 
-`export` writes NAME.pte and NAME.npz (inputs in0.., torch eager outputs out0..) per model; `run` loads each with
+`export` writes NAME.pte and NAME.npz (inputs in0.., torch eager outputs out0.., the forward's FLOP count as torch's
+FlopCounterMode counts it: 2 per multiply-add) per model; `run` loads each with
 `portable_lib`, checks one call against eager, and prints one line per model: ok with the median time of a few
 calls, or what went wrong. With `--upstream PYTHON` (e.g. .venv-export/bin/python) it also times upstream's
 portable_lib on the same files in that interpreter and prints the ratio ours / upstream. The weights are random
@@ -112,6 +113,7 @@ def export_all(out: str, only: list[str], xnnpack: bool) -> int:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     import torch
+    import torch.utils.flop_counter
     from executorch.exir import to_edge_transform_and_lower
 
     os.makedirs(out, exist_ok=True)
@@ -126,6 +128,8 @@ def export_all(out: str, only: list[str], xnnpack: bool) -> int:
             x = torch.randn(*shape)
             with torch.no_grad():
                 ref = model(x)
+                with torch.utils.flop_counter.FlopCounterMode(display=False) as counter:
+                    model(x)
             partitioners = []
             if xnnpack:
                 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -137,7 +141,7 @@ def export_all(out: str, only: list[str], xnnpack: bool) -> int:
             with open(os.path.join(out, stem + ".pte"), "wb") as f:
                 f.write(program.buffer)
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
-            np.savez(os.path.join(out, stem + ".npz"), in0=x.numpy(),
+            np.savez(os.path.join(out, stem + ".npz"), in0=x.numpy(), flops=np.float64(counter.get_total_flops()),
                      **{f"out{i}": r.numpy() for i, r in enumerate(refs)})
             print(f"exported {stem:32s} {len(program.buffer) / 1e6:7.1f} MB  {time.time() - t0:5.1f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - report and go on to the next model
