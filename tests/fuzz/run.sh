@@ -34,6 +34,7 @@ if [ ! -f "$stamp" ] || [ -n "$(find gen -newer "$stamp" -type f -print -quit)" 
     fam=$(basename "$toml" .toml)
     "$py" gen/generate.py --part "$fam" "$out/gen/etrt_generated/kernels_$fam.cpp"
   done
+  "$py" gen/generate.py --converters-tu "$out/gen/etrt_generated/kernels__converters.cpp"
   touch "$stamp"
 fi
 

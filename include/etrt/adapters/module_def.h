@@ -27,16 +27,9 @@
 #define ETRT_ADAPTERS_CUDA_DELEGATE 0
 #endif
 
-#include "etrt/backends/xnnpack/xnnpack_backend.h"  // the XnnpackBackend delegate, registered in every build
-
-// The CUDA delegate with host kernels, for the _testing_emulate_cuda hook.
-#if __has_include("etrt/backends/cuda/cuda_backend.h") && __has_include("etrt/backends/cuda/host_ops.h")
-#include "etrt/backends/cuda/cuda_backend.h"
-#include "etrt/backends/cuda/host_ops.h"
-#define ETRT_ADAPTERS_HOST_CUDA_DELEGATE 1
-#else
-#define ETRT_ADAPTERS_HOST_CUDA_DELEGATE 0
-#endif
+// The delegates registered in every build, compiled in their own translation unit (module_backends.h).
+#include "etrt/backends/cuda/host_delegate_entry.h"  // the CUDA delegate on host kernels: _testing_emulate_cuda
+#include "etrt/backends/xnnpack/xnnpack_entry.h"      // XnnpackBackend
 
 namespace etrt::python {
 
@@ -89,7 +82,7 @@ inline void python_log_sink(LogLevel, std::string_view message) {
 /// Installs the CUDA-enabled build's device layer and delegate (a no-op in a build without CUDA).
 inline void init_device_runtime() {
   // Every build: programs lowered with upstream's XnnpackPartitioner run their subgraphs on the portable kernels.
-  device_runtime().register_backend(::etrt::xnnpack::kXnnpackBackendId, &::etrt::xnnpack::xnnpack_delegate());
+  device_runtime().register_backend(::etrt::xnnpack::kXnnpackBackendId, &::etrt::xnnpack::xnnpack_delegate_entry());
 #if ETRT_ADAPTERS_CUDA
   DeviceRuntime& rt = device_runtime();
   const auto& dev = ::etrt::cuda::cuda_device();
@@ -163,7 +156,7 @@ inline py::dict emulated_counters() {
   d["device_to_host"] = dev->copies[static_cast<int>(CopyKind::DeviceToHost)].load();
   d["device_to_device"] = dev->copies[static_cast<int>(CopyKind::DeviceToDevice)].load();
   d["device_count"] = dev->device_count();
-  d["delegate"] = ETRT_ADAPTERS_HOST_CUDA_DELEGATE == 1;
+  d["delegate"] = true;
   return d;
 }
 
@@ -177,11 +170,9 @@ inline void emulate_cuda(int device_count) {
                              "read the host memory of emulated CUDA results as device memory");
   if (device_count < 0 || device_count > 64)
     throw std::runtime_error(cat("_testing_emulate_cuda: device_count must be in [0, 64], got ", device_count));
-  [[maybe_unused]] const HostEmulatedDevice& dev = rt.emulate(device_count);
-#if ETRT_ADAPTERS_HOST_CUDA_DELEGATE
+  const HostEmulatedDevice& dev = rt.emulate(device_count);
   // Leaked like the device: methods loaded afterwards keep pointers to it for the life of the process.
-  rt.register_backend(kCudaBackendId, new ::etrt::cuda::CudaDelegate<::etrt::cuda::HostOps>(dev));
-#endif  // HOOK: without cuda_backend.h / host_ops.h only the device layer is emulated (no delegate registered)
+  rt.register_backend(kCudaBackendId, ::etrt::cuda::new_host_cuda_delegate(dev));
 }
 
 // ---- what the surface calls (gen/surface.toml names these) -------------------------------------------------------

@@ -5,9 +5,14 @@
 // where (input, index, instruction) and expected vs got.
 #pragma once
 
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace etrt {
@@ -84,30 +89,68 @@ struct Failure {
 };
 
 namespace detail {
-inline void append_piece(std::string& s, std::string_view v) { s += v; }
-inline void append_piece(std::string& s, const char* v) { s += v; }
-inline void append_piece(std::string& s, const std::string& v) { s += v; }
-inline void append_piece(std::string& s, char v) { s += v; }
-inline void append_piece(std::string& s, bool v) { s += v ? "true" : "false"; }
-template <class T>
-  requires std::is_arithmetic_v<T>
-inline void append_piece(std::string& s, T v) {
-  s += std::to_string(v);
+/// One piece of a message as text. Strings are viewed; numbers are formatted (as std::to_string would) into the
+/// piece's own buffer by out-of-line functions, so each combination of piece types that `cat` and `fail` are
+/// called with compiles to a few calls instead of its own copy of the formatting code.
+class MessagePiece {
+ public:
+  MessagePiece(std::string_view v) : view_(v) {}      // NOLINT: implicit by design
+  MessagePiece(const char* v) : view_(v) {}           // NOLINT
+  MessagePiece(const std::string& v) : view_(v) {}    // NOLINT
+  MessagePiece(char v) : buf_{v}, view_(buf_, 1) {}   // NOLINT
+  MessagePiece(bool v) : view_(v ? "true" : "false") {}  // NOLINT
+  template <class T>
+    requires std::is_integral_v<T> && std::is_signed_v<T>
+  MessagePiece(T v) : view_(format_signed(static_cast<long long>(v))) {}  // NOLINT
+  template <class T>
+    requires std::is_integral_v<T> && std::is_unsigned_v<T>
+  MessagePiece(T v) : view_(format_unsigned(static_cast<unsigned long long>(v))) {}  // NOLINT
+  template <class T>
+    requires std::is_floating_point_v<T>
+  MessagePiece(T v) : view_(format_double(static_cast<double>(v))) {}  // NOLINT
+  MessagePiece(const MessagePiece&) = delete;  // view_ may point into buf_
+  MessagePiece& operator=(const MessagePiece&) = delete;
+
+  std::string_view view() const { return view_; }
+
+ private:
+  [[gnu::noinline]] std::string_view format_signed(long long v) {
+    const auto r = std::to_chars(buf_, buf_ + sizeof buf_, v);
+    return {buf_, static_cast<size_t>(r.ptr - buf_)};
+  }
+  [[gnu::noinline]] std::string_view format_unsigned(unsigned long long v) {
+    const auto r = std::to_chars(buf_, buf_ + sizeof buf_, v);
+    return {buf_, static_cast<size_t>(r.ptr - buf_)};
+  }
+  [[gnu::noinline]] std::string_view format_double(double v) {
+    const int n = std::snprintf(buf_, sizeof buf_, "%f", v);  // std::to_string's format
+    return {buf_, n < 0 ? 0 : std::min(static_cast<size_t>(n), sizeof buf_ - 1)};
+  }
+
+  char buf_[64] = {};
+  std::string_view view_;
+};
+
+[[gnu::noinline]] inline std::string join_pieces(std::initializer_list<std::string_view> pieces) {
+  size_t n = 0;
+  for (std::string_view p : pieces) n += p.size();
+  std::string s;
+  s.reserve(n);
+  for (std::string_view p : pieces) s += p;
+  return s;
 }
 }  // namespace detail
 
 /// Concatenates the pieces into one message (GCC 12 has no <format>).
 template <class... Ts>
 inline std::string cat(const Ts&... pieces) {
-  std::string s;
-  (detail::append_piece(s, pieces), ...);
-  return s;
+  return detail::join_pieces({detail::MessagePiece(pieces).view()...});
 }
 
 /// Builds a Failure out of line so that checks in templates stay small.
 template <class... Ts>
 [[gnu::cold, gnu::noinline]] inline Failure fail(Error code, const Ts&... pieces) {
-  return Failure{code, cat(pieces...)};
+  return Failure{code, detail::join_pieces({detail::MessagePiece(pieces).view()...})};
 }
 
 }  // namespace etrt

@@ -52,6 +52,8 @@ class Table {
 
   /// Byte offset of `slot`'s field from the table start, 0 when absent (also for slots past a short vtable).
   uint16_t field_offset(int slot) const;
+  /// Where the offset stored in field `slot` points (0 when the field is absent or the reader failed).
+  uint64_t referenced(int slot, std::string_view field) const;
   /// Number of slots the vtable has room for.
   int num_slots() const { return vtable_size_ >= 4 ? (vtable_size_ - 4) / 2 : 0; }
 
@@ -204,20 +206,23 @@ inline T Table::scalar(int slot, T def, std::string_view field) const {
   return load_le<T>(r_->bytes().data() + pos);
 }
 
-inline Table Table::table(int slot, std::string_view field) const {
+inline uint64_t Table::referenced(int slot, std::string_view field) const {
   const uint16_t fo = field_offset(slot);
-  if (fo == 0 || !r_->ok()) return {};
+  if (fo == 0 || !r_->ok()) return 0;
   const uint64_t target = r_->follow(static_cast<uint64_t>(pos_) + fo, field);
-  if (!r_->ok()) return {};
+  return r_->ok() ? target : 0;
+}
+
+inline Table Table::table(int slot, std::string_view field) const {
+  const uint64_t target = referenced(slot, field);
+  if (target == 0) return {};
   return r_->table_at(target, field);
 }
 
 inline std::string_view Table::string(int slot, std::string_view field, bool* present) const {
   if (present) *present = false;
-  const uint16_t fo = field_offset(slot);
-  if (fo == 0 || !r_->ok()) return {};
-  const uint64_t target = r_->follow(static_cast<uint64_t>(pos_) + fo, field);
-  if (!r_->ok()) return {};
+  const uint64_t target = referenced(slot, field);
+  if (target == 0) return {};
   uint32_t n = 0;
   if (!r_->vector_at(target, 1, 1, field, &n)) return {};
   // The terminating NUL must be inside the buffer too.
@@ -232,10 +237,8 @@ inline std::string_view Table::string(int slot, std::string_view field, bool* pr
 template <class T>
 inline Vector<T> Table::vector(int slot, std::string_view field, bool* present) const {
   if (present) *present = false;
-  const uint16_t fo = field_offset(slot);
-  if (fo == 0 || !r_->ok()) return {};
-  const uint64_t target = r_->follow(static_cast<uint64_t>(pos_) + fo, field);
-  if (!r_->ok()) return {};
+  const uint64_t target = referenced(slot, field);
+  if (target == 0) return {};
   uint32_t n = 0;
   if (!r_->vector_at(target, sizeof(T), alignof(T), field, &n)) return {};
   if (present) *present = true;
@@ -244,10 +247,8 @@ inline Vector<T> Table::vector(int slot, std::string_view field, bool* present) 
 
 inline Table::TableVector Table::tables(int slot, std::string_view field, bool* present) const {
   if (present) *present = false;
-  const uint16_t fo = field_offset(slot);
-  if (fo == 0 || !r_->ok()) return {};
-  const uint64_t target = r_->follow(static_cast<uint64_t>(pos_) + fo, field);
-  if (!r_->ok()) return {};
+  const uint64_t target = referenced(slot, field);
+  if (target == 0) return {};
   uint32_t n = 0;
   if (!r_->vector_at(target, 4, 4, field, &n)) return {};
   if (present) *present = true;

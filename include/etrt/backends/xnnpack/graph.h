@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/quant_params.h"
+#include "etrt/backends/xnnpack/xnnpack_entry.h"  // kXnnpackBackendId
 #include "etrt/core/result.h"
 
 namespace etrt::xnnpack {
 
-inline constexpr std::string_view kXnnpackBackendId = "XnnpackBackend";
 inline constexpr uint32_t kNoValue = std::numeric_limits<uint32_t>::max();
 inline constexpr uint32_t kMaxXnnDims = 6;  // XNN_MAX_TENSOR_DIMS
 

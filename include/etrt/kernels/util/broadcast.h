@@ -2,6 +2,8 @@
 #pragma once
 
 #include <array>
+#include <memory>
+#include <utility>
 
 #include "etrt/core/tensor.h"
 
@@ -54,28 +56,19 @@ inline bool same_dense_layout(const Tensor& first, const Ts&... rest) {
   return (same(rest) && ...);
 }
 
-/// Calls f(offsets) for every element of `shape` in row-major order, where offsets[k] is the element offset of
-/// operand k under its strides. The innermost dimension runs as a tight loop.
-template <size_t N, class F>
-inline void for_each_offset(const Shape& shape, const std::array<std::array<int64_t, kMaxDims>, N>& strides, F&& f) {
-  if (shape.rank == 0) {
-    std::array<int64_t, N> off{};
-    f(off);
-    return;
-  }
+namespace detail {
+/// The walk behind for_each_row, compiled once per operand count: the callback is called through a pointer (once
+/// per row), so each call site compiles only its own row body.
+template <size_t N>
+inline void walk_rows(const Shape& shape, const std::array<std::array<int64_t, kMaxDims>, N>& strides,
+                      void (*row)(void*, const std::array<int64_t, N>&), void* ctx) {
   for (int d = 0; d < shape.rank; ++d)
     if (shape.sizes[d] == 0) return;
-  const int last = shape.rank - 1;
   std::array<int64_t, kMaxDims> idx{};
   std::array<int64_t, N> base{};
-  const int64_t inner = shape.sizes[last];
   while (true) {
-    std::array<int64_t, N> off = base;
-    for (int64_t i = 0; i < inner; ++i) {
-      f(off);
-      for (size_t k = 0; k < N; ++k) off[k] += strides[k][last];
-    }
-    int d = last - 1;
+    row(ctx, base);
+    int d = shape.rank - 2;
     for (; d >= 0; --d) {
       ++idx[d];
       for (size_t k = 0; k < N; ++k) base[k] += strides[k][d];
@@ -85,6 +78,37 @@ inline void for_each_offset(const Shape& shape, const std::array<std::array<int6
     }
     if (d < 0) return;
   }
+}
+}  // namespace detail
+
+/// Calls row(offsets) for every position of `shape` without its innermost dimension, in row-major order, where
+/// offsets[k] is the element offset of operand k at the start of that row (the caller walks the row itself).
+/// Nothing is called when a dimension has size 0; a rank-0 shape is one row.
+template <size_t N, class F>
+inline void for_each_row(const Shape& shape, const std::array<std::array<int64_t, kMaxDims>, N>& strides, F&& row) {
+  using Fn = std::remove_reference_t<F>;
+  detail::walk_rows<N>(
+      shape, strides, [](void* f, const std::array<int64_t, N>& off) { (*static_cast<Fn*>(f))(off); },
+      const_cast<void*>(static_cast<const void*>(std::addressof(row))));
+}
+
+/// Calls f(offsets) for every element of `shape` in row-major order, where offsets[k] is the element offset of
+/// operand k under its strides. The innermost dimension runs as a tight loop.
+template <size_t N, class F>
+inline void for_each_offset(const Shape& shape, const std::array<std::array<int64_t, kMaxDims>, N>& strides, F&& f) {
+  if (shape.rank == 0) {
+    f(std::array<int64_t, N>{});
+    return;
+  }
+  const int last = shape.rank - 1;
+  const int64_t inner = shape.sizes[last];
+  for_each_row<N>(shape, strides, [&](const std::array<int64_t, N>& start) {
+    std::array<int64_t, N> off = start;
+    for (int64_t i = 0; i < inner; ++i) {
+      f(std::as_const(off));
+      for (size_t k = 0; k < N; ++k) off[k] += strides[k][last];
+    }
+  });
 }
 
 }  // namespace etrt::kernels

@@ -51,49 +51,6 @@ struct Reader {
   }
 };
 
-/// out[i] = f(in0[i] as C0, in1[i] as C1, ...) stored as R, with broadcasting (out must already have the broadcast
-/// shape). Dense operands that already hold C_k / R take a flat loop (Note [elementwise fast path]).
-template <class R, class... Cs, class F, class... Ins>
-inline Status map_mixed(std::string_view op, Tensor& out, types<Cs...>, F&& f, const Ins&... ins) {
-  static_assert(sizeof...(Cs) == sizeof...(Ins));
-  constexpr size_t N = sizeof...(Ins);
-  const int64_t n = out.numel();
-  if (n == 0) return {};
-  if (((ins.dtype() == dtype_of<Cs>) && ...) && out.dtype() == dtype_of<R> && same_dense_layout(out, ins...)) {
-    R* o = out.data_as<R>();
-    const std::tuple<const Cs*...> ptrs{static_cast<const Cs*>(ins.data())...};
-    [&]<size_t... K>(std::index_sequence<K...>) {
-      const std::tuple<const Cs*...> p = ptrs;
-      for (int64_t i = 0; i < n; ++i) o[i] = convert<R>(f(std::get<K>(p)[i]...));
-    }(std::make_index_sequence<N>{});
-    return {};
-  }
-  const std::tuple<Reader<Cs>...> readers{Reader<Cs>::make(ins)...};
-  const bool readable = std::apply([](const auto&... r) { return (r.ok() && ...); }, readers);
-  if (!readable) return fail(Error::InvalidArgument, op, ": unsupported input dtype");
-  const bool out_direct = out.dtype() == dtype_of<R>;
-  const StoreFn<R> store = storer_for<R>(out.dtype());
-  if (!store) return fail(Error::InvalidArgument, op, ": unsupported output dtype ", name(out.dtype()));
-  const Shape shape = shape_of(out.sizes());
-  std::array<std::array<int64_t, kMaxDims>, N + 1> strides{};
-  strides[0] = strides_array(out);
-  {
-    size_t k = 1;
-    ((strides[k++] = broadcast_strides(ins, shape)), ...);
-  }
-  void* obase = out.data();
-  for_each_offset<N + 1>(shape, strides, [&](const std::array<int64_t, N + 1>& off) {
-    [&]<size_t... K>(std::index_sequence<K...>) {
-      const R v = convert<R>(f(std::get<K>(readers)(off[K + 1])...));
-      if (out_direct)
-        static_cast<R*>(obase)[off[0]] = v;
-      else
-        store(obase, off[0], v);
-    }(std::make_index_sequence<N>{});
-  });
-  return {};
-}
-
 /// Copies `src` into `out` (same sizes) element by logical index, converting to out's dtype. `Dtypes` lists the
 /// output dtypes allowed.
 template <class Dtypes>
