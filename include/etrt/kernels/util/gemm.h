@@ -66,24 +66,19 @@ using MicroF64 = void (*)(int64_t, const double*, const double*, double*);
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ETRT_GEMM_X86 1
-[[gnu::target("avx512f")]] inline void micro_f32_avx512(int64_t kc, const float* a, const float* b, float* o) {
-  micro_tile<float, 8, 32, true>(kc, a, b, o);
+// One wrapper per instruction set: the target attribute is what lets micro_tile's loops use that set's registers.
+template <class T, int MR, int NR>
+[[gnu::target("avx512f")]] inline void micro_avx512(int64_t kc, const T* a, const T* b, T* o) {
+  micro_tile<T, MR, NR, true>(kc, a, b, o);
 }
-[[gnu::target("avx2,fma")]] inline void micro_f32_avx2(int64_t kc, const float* a, const float* b, float* o) {
-  micro_tile<float, 6, 16, true>(kc, a, b, o);
-}
-[[gnu::target("avx512f")]] inline void micro_f64_avx512(int64_t kc, const double* a, const double* b, double* o) {
-  micro_tile<double, 8, 16, true>(kc, a, b, o);
-}
-[[gnu::target("avx2,fma")]] inline void micro_f64_avx2(int64_t kc, const double* a, const double* b, double* o) {
-  micro_tile<double, 6, 8, true>(kc, a, b, o);
+template <class T, int MR, int NR>
+[[gnu::target("avx2,fma")]] inline void micro_avx2(int64_t kc, const T* a, const T* b, T* o) {
+  micro_tile<T, MR, NR, true>(kc, a, b, o);
 }
 #endif
-inline void micro_f32_base(int64_t kc, const float* a, const float* b, float* o) {
-  micro_tile<float, 4, 8, false>(kc, a, b, o);
-}
-inline void micro_f64_base(int64_t kc, const double* a, const double* b, double* o) {
-  micro_tile<double, 4, 4, false>(kc, a, b, o);
+template <class T, int MR, int NR>
+inline void micro_base(int64_t kc, const T* a, const T* b, T* o) {
+  micro_tile<T, MR, NR, false>(kc, a, b, o);
 }
 
 template <class T>
@@ -126,24 +121,18 @@ inline int cpu_level() {
 #endif
 }
 
+/// The tile of each level: MR rows x NR columns of accumulators fill most of its vector registers (NR halves for
+/// double).
 template <class T>
 inline Micro<T> pick_micro() {
+  constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
   const int level = cpu_level();
-  if constexpr (std::is_same_v<T, float>) {
 #ifdef ETRT_GEMM_X86
-    if (level == 2) return {&micro_f32_avx512, 8, 32};
-    if (level == 1) return {&micro_f32_avx2, 6, 16};
+  if (level == 2) return {&micro_avx512<T, 8, 16 << kWide>, 8, 16 << kWide};
+  if (level == 1) return {&micro_avx2<T, 6, 8 << kWide>, 6, 8 << kWide};
 #endif
-    (void)level;
-    return {&micro_f32_base, 4, 8};
-  } else {
-#ifdef ETRT_GEMM_X86
-    if (level == 2) return {&micro_f64_avx512, 8, 16};
-    if (level == 1) return {&micro_f64_avx2, 6, 8};
-#endif
-    (void)level;
-    return {&micro_f64_base, 4, 4};
-  }
+  (void)level;
+  return {&micro_base<T, 4, 4 << kWide>, 4, 4 << kWide};
 }
 
 /// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).

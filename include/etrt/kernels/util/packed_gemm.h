@@ -101,38 +101,30 @@ struct MicroCKernels {
 };
 
 #ifdef ETRT_GEMM_X86
-[[gnu::target("avx512f")]] inline void c_f32_avx512(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
-                                                    const TileOut& t) {
-  micro_c<8, 32, true>(kc, a, ps, is, b, t);
+template <int MR, int NR>
+[[gnu::target("avx512f")]] inline void c_avx512(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
+                                                const TileOut& t) {
+  micro_c<MR, NR, true>(kc, a, ps, is, b, t);
 }
-[[gnu::target("avx512f")]] inline void c_row_f32_avx512(int64_t kc, const float* a, int64_t ps, int64_t is,
-                                                        const float* b, const TileOut& t) {
-  micro_c<1, 32, true>(kc, a, ps, is, b, t);
-}
-[[gnu::target("avx2,fma")]] inline void c_f32_avx2(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
-                                                   const TileOut& t) {
-  micro_c<6, 16, true>(kc, a, ps, is, b, t);
-}
-[[gnu::target("avx2,fma")]] inline void c_row_f32_avx2(int64_t kc, const float* a, int64_t ps, int64_t is,
-                                                       const float* b, const TileOut& t) {
-  micro_c<1, 16, true>(kc, a, ps, is, b, t);
+template <int MR, int NR>
+[[gnu::target("avx2,fma")]] inline void c_avx2(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
+                                               const TileOut& t) {
+  micro_c<MR, NR, true>(kc, a, ps, is, b, t);
 }
 #endif
-inline void c_f32_base(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b, const TileOut& t) {
-  micro_c<4, 8, false>(kc, a, ps, is, b, t);
-}
-inline void c_row_f32_base(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b, const TileOut& t) {
-  micro_c<1, 8, false>(kc, a, ps, is, b, t);
+template <int MR, int NR>
+inline void c_base(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b, const TileOut& t) {
+  micro_c<MR, NR, false>(kc, a, ps, is, b, t);
 }
 
 /// The kernels of a level (cpu_level): the same tile shapes as pick_micro<float>.
 inline MicroCKernels micro_c_kernels(int level) {
 #ifdef ETRT_GEMM_X86
-  if (level == 2) return {&c_f32_avx512, &c_row_f32_avx512, 8, 32};
-  if (level == 1) return {&c_f32_avx2, &c_row_f32_avx2, 6, 16};
+  if (level == 2) return {&c_avx512<8, 32>, &c_avx512<1, 32>, 8, 32};
+  if (level == 1) return {&c_avx2<6, 16>, &c_avx2<1, 16>, 6, 16};
 #endif
   (void)level;
-  return {&c_f32_base, &c_row_f32_base, 4, 8};
+  return {&c_base<4, 8>, &c_base<1, 8>, 4, 8};
 }
 
 }  // namespace detail
