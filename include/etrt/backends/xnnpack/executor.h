@@ -122,10 +122,28 @@ class Executor {
       if (!e->kinds_[i]->prepare) continue;
       ETRT_TRY(e->prepared_[i], e->kinds_[i]->prepare(g, g.nodes[i], e->ptr_, budget));
     }
+    e->release_packed_only_copies(g);
     for (const Value& v : g.values) e->planned_shapes_.push_back(ValueShape::of(v.dims));
     e->shapes_ = e->planned_shapes_;
     e->g_ = std::move(g);
     return e;
+  }
+
+  /// A float copy of a constant (a dequantized or realigned filter) that only packed nodes read is not kept beside
+  /// their packed copies: those nodes read the filter (input 1) from their panels alone.
+  void release_packed_only_copies(const Graph& g) {
+    std::vector<bool> read_as_floats(g.values.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      const bool filter_packed = !prepared_[i].packed.empty();
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] != kNoValue && !(filter_packed && k == 1)) read_as_floats[n.inputs[k]] = true;
+    }
+    for (size_t id = 0; id < g.values.size(); ++id)
+      if (storage_[id] && !g.values[id].constant.empty() && !read_as_floats[id]) {
+        storage_[id].reset();
+        ptr_[id] = nullptr;
+      }
   }
 
   Status execute(std::span<EValue* const> args) {
@@ -221,6 +239,8 @@ class Executor {
   const Graph& graph() const { return g_; }
   /// Whether node `i` (by position) runs on its filter packed at load (packed_filters.h).
   bool packed_path(size_t i) const { return i < prepared_.size() && prepared_[i].packed_path; }
+  /// True while the executor holds a float copy of value `id` (a dequantized or realigned constant).
+  bool holds_float_copy(uint32_t id) const { return id < storage_.size() && storage_[id] != nullptr; }
 
  private:
   static constexpr uint32_t kExternal = kValueExternalInput | kValueExternalOutput;
