@@ -87,10 +87,13 @@ inline Result<ValueShape> fully_connected(const Graph& g, const Node& n, std::sp
   return o;
 }
 
-inline Result<ValueShape> batch_matmul(const Graph&, const Node& n, std::span<const ValueShape> s) {
-  const ValueShape& b = s[n.inputs[1]];
+/// The first input's shape with its last dim taken from input K: batch matmul ([*, M, K] x [*, K, N] -> [*, M, N],
+/// K = 1) and attention ([*, H, T, C] queries, values [*, H, S, D] -> [*, H, T, D], K = 2; ranks: checks::sdpa).
+template <size_t K>
+inline Result<ValueShape> last_dim_from(const Graph&, const Node& n, std::span<const ValueShape> s) {
+  const ValueShape& src = s[n.inputs[K]];
   ValueShape o = s[n.inputs[0]];
-  o.d[o.rank - 1] = b.d[b.rank - 1];
+  o.d[o.rank - 1] = src.d[src.rank - 1];
   return o;
 }
 
@@ -145,13 +148,6 @@ inline Result<ValueShape> constant_pad(const Graph&, const Node& n, std::span<co
   return o;
 }
 
-/// [*, H, T, C] queries give [*, H, T, D] with D from the values (ranks: checks::sdpa).
-inline Result<ValueShape> sdpa(const Graph&, const Node& n, std::span<const ValueShape> s) {
-  const ValueShape& v = s[n.inputs[2]];
-  ValueShape o = s[n.inputs[0]];
-  o.d[o.rank - 1] = v.d[v.rank - 1];
-  return o;
-}
 
 inline Result<ValueShape> global_pooling(const Graph& g, const Node& n, std::span<const ValueShape> s) {
   ValueShape o = ValueShape::of(g.values[n.output].dims);

@@ -319,6 +319,13 @@ Status int_checked_binary(std::string_view op, KernelContext& ctx, const Tensor&
   if (div_by_zero) return fail(Error::InvalidArgument, op, ": integer division by zero");
   return {};
 }
+/// The Scalar overload: `b` as a rank-0 tensor of out's dtype.
+template <class Dtypes, class F>
+Status int_checked_binary_scalar(std::string_view op, KernelContext& ctx, const Tensor& a, const Scalar& b,
+                                 Tensor& out, F&& f) {
+  return with_scalar_as<Dtypes>(op, b, out.dtype(),
+                                [&](const Tensor& bt) { return int_checked_binary<Dtypes>(op, ctx, a, bt, out, f); });
+}
 
 struct RemainderFn {
   template <class C>
@@ -402,9 +409,7 @@ Status remainder_tensor_out(KernelContext& ctx, const Tensor& self, const Tensor
 }
 template <class Dtypes>
 Status remainder_scalar_out(KernelContext& ctx, const Tensor& self, const Scalar& other, Tensor& out) {
-  return with_scalar_as<Dtypes>("remainder.Scalar_out", other, out.dtype(), [&](const Tensor& o) {
-    return detail::int_checked_binary<Dtypes>("remainder.Scalar_out", ctx, self, o, out, detail::RemainderFn{});
-  });
+  return detail::int_checked_binary_scalar<Dtypes>("remainder.Scalar_out", ctx, self, other, out, detail::RemainderFn{});
 }
 template <class Dtypes>
 Status fmod_tensor_out(KernelContext& ctx, const Tensor& self, const Tensor& other, Tensor& out) {
@@ -412,9 +417,7 @@ Status fmod_tensor_out(KernelContext& ctx, const Tensor& self, const Tensor& oth
 }
 template <class Dtypes>
 Status fmod_scalar_out(KernelContext& ctx, const Tensor& self, const Scalar& other, Tensor& out) {
-  return with_scalar_as<Dtypes>("fmod.Scalar_out", other, out.dtype(), [&](const Tensor& o) {
-    return detail::int_checked_binary<Dtypes>("fmod.Scalar_out", ctx, self, o, out, detail::FmodFn{});
-  });
+  return detail::int_checked_binary_scalar<Dtypes>("fmod.Scalar_out", ctx, self, other, out, detail::FmodFn{});
 }
 template <class Dtypes>
 Status floor_divide_out(KernelContext& ctx, const Tensor& self, const Tensor& other, Tensor& out) {
