@@ -150,7 +150,7 @@ inline std::string cat(const Ts&... pieces) {
 /// Builds a Failure out of line so that checks in templates stay small.
 template <class... Ts>
 [[gnu::cold, gnu::noinline]] inline Failure fail(Error code, const Ts&... pieces) {
-  return Failure{code, detail::join_pieces({detail::MessagePiece(pieces).view()...})};
+  return Failure{code, cat(pieces...)};
 }
 
 }  // namespace etrt

@@ -162,18 +162,25 @@ inline void store_as(void* base, int64_t i, C v) {
   static_cast<T*>(base)[i] = convert<T>(v);
 }
 
+/// `pick.template operator()<T>()` for the stored type T of dtype `st` (over all_types); null when none matches.
+/// The one dtype-to-function lookup behind the loaders, storers and the elementwise engine's row converters.
+template <class Fn, class Pick>
+inline Fn pick_for_dtype(ScalarType st, Pick pick) {
+  Fn fn = nullptr;
+  [&]<class... Ts>(types<Ts...>) {
+    (void)((st == dtype_of<Ts> ? (fn = pick.template operator()<Ts>(), true) : false) || ...);
+  }(all_types{});
+  return fn;
+}
+
 /// A loader from any stored dtype to C, chosen once per tensor; null for an unsupported dtype.
 template <class C>
 inline LoadFn<C> loader_for(ScalarType st) {
-  LoadFn<C> fn = nullptr;
-  [&]<class... Ts>(types<Ts...>) { (void)((st == dtype_of<Ts> ? (fn = &load_as<C, Ts>, true) : false) || ...); }(all_types{});
-  return fn;
+  return pick_for_dtype<LoadFn<C>>(st, []<class T>() { return &load_as<C, T>; });
 }
 template <class C>
 inline StoreFn<C> storer_for(ScalarType st) {
-  StoreFn<C> fn = nullptr;
-  [&]<class... Ts>(types<Ts...>) { (void)((st == dtype_of<Ts> ? (fn = &store_as<C, Ts>, true) : false) || ...); }(all_types{});
-  return fn;
+  return pick_for_dtype<StoreFn<C>>(st, []<class T>() { return &store_as<C, T>; });
 }
 
 /// Reads a Scalar as the compute type C.

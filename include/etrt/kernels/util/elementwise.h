@@ -67,15 +67,11 @@ inline void scatter_as(void* base, int64_t off, int64_t s, int64_t n, const R* s
 }
 template <class C>
 [[gnu::noinline]] inline GatherFn<C> gather_for(ScalarType st) {
-  GatherFn<C> fn = nullptr;
-  [&]<class... Ts>(types<Ts...>) { (void)((st == dtype_of<Ts> ? (fn = &gather_as<C, Ts>, true) : false) || ...); }(all_types{});
-  return fn;
+  return pick_for_dtype<GatherFn<C>>(st, []<class T>() { return &gather_as<C, T>; });
 }
 template <class R>
 [[gnu::noinline]] inline ScatterFn<R> scatter_for(ScalarType st) {
-  ScatterFn<R> fn = nullptr;
-  [&]<class... Ts>(types<Ts...>) { (void)((st == dtype_of<Ts> ? (fn = &scatter_as<R, Ts>, true) : false) || ...); }(all_types{});
-  return fn;
+  return pick_for_dtype<ScatterFn<R>>(st, []<class T>() { return &scatter_as<R, T>; });
 }
 
 // Note [converters compiled once]: gather_for / scatter_for reach 15 x 15 conversion loops per compute type. In a
