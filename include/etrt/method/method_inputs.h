@@ -32,8 +32,16 @@ inline Result<InputBinding> Method::set_input(size_t index, const InputTensor& s
   EValue& v = *inputs_[index];
   if (!v.is_tensor())
     return fail(Error::InvalidArgument, where(), ": input ", index, " expected ", tag_name(v.tag()), ", got a tensor");
+  // The file declares every tensor it means to be one; a value it declares otherwise (None, say) holds a tensor
+  // only because a move instruction of an earlier execution put one there, and has no shape or place to check
+  // against.
+  const TensorMeta* declared = value_meta_[static_cast<size_t>(inputs_[index] - values_.data())];
+  if (!declared)
+    return fail(Error::InvalidProgram, where(), ": input ", index,
+                " is not declared as a tensor by the program (it holds one only because an instruction moved it "
+                "there)");
+  const TensorMeta& meta = *declared;
   Tensor& t = v.tensor_unchecked();
-  const TensorMeta& meta = *value_meta_[static_cast<size_t>(inputs_[index] - values_.data())];
   const auto describe = [&](ScalarType dt, std::span<const int64_t> s) { return cat(numpy_name(dt), shape_str(s)); };
   if (src.dtype != t.dtype())
     return fail(Error::InvalidArgument, where(), ": input ", index, " expected dtype ", numpy_name(t.dtype()),
