@@ -555,11 +555,13 @@ TEST_CASE("quantized_moe_ffn: routing, 4- and 8-bit packed experts, refused argu
         require_error(call(K, gs, 4, "softmax", D), "expert_bias is only supported");
         require_error(call(K, gs, 4, "relu", D), "score_func");
         require_error(call(K, gs, 4, "sigmoid", 16), "dim = 16");
-        // An absurd hidden_dim must not overflow the size check into reading past the blobs.
-        require_error(quantized_moe_ffn_out<float_types>(ctx, mk(x, {T, D}), mk(gate, {E, D}), tb, mk(p13, {E, n13}),
-                                                         mk(p2, {E, n2}), K, E, int64_t{1} << 60, D, gs, 4, "sigmoid",
-                                                         2.5, to),
-                      "too few");
+        // An absurd hidden_dim must not overflow the size check into reading past the blobs, nor overflow forming
+        // its 2 * hidden_dim rows (2^62: a fuzz finding, signed overflow under UBSan).
+        for (int64_t huge : {int64_t{1} << 60, int64_t{1} << 62})
+          require_error(quantized_moe_ffn_out<float_types>(ctx, mk(x, {T, D}), mk(gate, {E, D}), tb,
+                                                           mk(p13, {E, n13}), mk(p2, {E, n2}), K, E, huge, D, gs, 4,
+                                                           "sigmoid", 2.5, to),
+                        "cannot fit packed_w13");
         std::vector<uint8_t> bad = p13;
         bad[0] = 0;
         require_error(quantized_moe_ffn_out<float_types>(ctx, mk(x, {T, D}), mk(gate, {E, D}), tb, mk(bad, {E, n13}),

@@ -170,6 +170,11 @@ Status quantized_moe_ffn_out(KernelContext& ctx, const Tensor& x, const Tensor& 
   const int nbit = static_cast<int>(weight_nbit);
   const int64_t T = x.size(0), D = dim, F = hidden_dim, E = num_experts, K = num_activated_experts;
   const int64_t b13 = packed_w13.size(1), b2 = packed_w2.size(1);
+  // hidden_dim is a scalar argument, not a tensor's size: packed_w13 holds its 2 * hidden_dim rows in at least one
+  // byte each, so it bounds hidden_dim before any product is formed from it.
+  if (F > b13)
+    return fail(Error::InvalidArgument, op, ": hidden_dim ", F, " cannot fit packed_w13's ", b13,
+                " bytes per expert (it holds 2 * hidden_dim packed rows)");
   for (int64_t e = 0; e < E; ++e) {
     ETRT_CHECK_OK(moe::check_blob(op, packed_w13.data_as<const uint8_t>() + e * b13, b13, 2 * F, D, group_size, nbit,
                                   "packed_w13", e));
