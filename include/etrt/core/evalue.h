@@ -5,9 +5,11 @@
 // pointers stay valid for the Method's lifetime.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -47,8 +49,19 @@ struct Scalar {
   double to_double() const {
     return std::visit([](auto x) { return static_cast<double>(x); }, v);
   }
+  /// A double is truncated toward zero and saturates to int64's range (NaN gives 0): a file's scalar can hold any
+  /// double, and an out-of-range conversion would be undefined behaviour.
   int64_t to_int() const {
-    return std::visit([](auto x) { return static_cast<int64_t>(x); }, v);
+    return std::visit(
+        [](auto x) -> int64_t {
+          if constexpr (std::is_floating_point_v<decltype(x)>) {
+            if (!(x == x)) return 0;
+            if (x <= -0x1p63) return std::numeric_limits<int64_t>::min();
+            if (x >= 0x1p63) return std::numeric_limits<int64_t>::max();
+          }
+          return static_cast<int64_t>(x);
+        },
+        v);
   }
 };
 

@@ -406,8 +406,8 @@ inline Result<Plan> plan(std::string_view op, const Tensor& input, const Tensor&
       return fail(Error::InvalidArgument, op, ": groups ", groups, " must be positive and divide in channels ", C,
                   " and out channels ", O);
     if (wz[1] != C / groups)
-      return fail(Error::InvalidArgument, op, ": weight ", weight.describe(), " expects ", wz[1] * groups,
-                  " input channels, got ", C);
+      return fail(Error::InvalidArgument, op, ": weight ", weight.describe(), " does not match ", C,
+                  " input channels in ", groups, " group(s) (", C / groups, " per group)");
     if (bias && (bias->dim() != 1 || bias->size(0) != O))
       return fail(Error::InvalidArgument, op, ": bias ", bias->describe(), " must be [", O, "]");
     if (too_large(0) || too_large(1)) return magnitude_error();

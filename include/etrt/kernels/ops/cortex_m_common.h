@@ -160,6 +160,9 @@ inline Result<int64_t> window_out(std::string_view op, int64_t in, int64_t k, in
     return fail(Error::InvalidArgument, op, ": kernel ", k, ", stride ", stride, ", padding ", pad, ", dilation ",
                 dilation, " are invalid");
   const int64_t span = dilation * (k - 1) + 1;
+  // Refused first, so that in + 2 * pad cannot overflow (an empty tensor's other dims may be near int64's maximum).
+  if (in > INT64_MAX / 2)
+    return fail(Error::InvalidArgument, op, ": input size ", in, " is too large for a window");
   const int64_t num = in + 2 * pad - span;
   if (num < 0)
     return fail(Error::InvalidArgument, op, ": a window of ", span, " does not fit an input of ", in, " with padding ",

@@ -74,7 +74,7 @@ inline Status run_conv(std::string_view op, KernelContext& ctx, const Tensor& in
   const int64_t KH = weight.size(1), KW = weight.size(2), Cg = dw ? 1 : weight.size(3);
   int64_t groups = 1;
   if (dw) {
-    if (weight.size(0) != 1 || x.C * depth_multiplier != O)
+    if (weight.size(0) != 1 || O % depth_multiplier != 0 || O / depth_multiplier != x.C)
       return fail(Error::InvalidArgument, op, ": weight ", weight.describe(), " does not match ", x.C,
                   " input channels with depth_multiplier ", depth_multiplier);
   } else {
@@ -135,11 +135,17 @@ inline Status run_transpose_conv(std::string_view op, KernelContext& ctx, const 
     if (a.stride[d] < 1 || a.dil[d] < 1 || a.pad[d] < 0 || opad[d] < 0 || a.stride[d] > (1 << 20) ||
         a.dil[d] > (1 << 20) || a.pad[d] > (1 << 20) || opad[d] > (1 << 20))
       return fail(Error::InvalidArgument, op, ": stride, padding, output_padding or dilation is invalid");
-    osp[d] = (in_sp[d] - 1) * a.stride[d] - 2 * a.pad[d] + a.dil[d] * (k[d] - 1) + opad[d] + 1;
-    if (osp[d] < 1) return fail(Error::InvalidArgument, op, ": the output would be empty (", osp[d], ")");
+    // In 128 bits: an empty input's or weight's sizes are not bounded by their storage.
+    using I = __int128;
+    const I size = (I{in_sp[d]} - 1) * a.stride[d] - 2 * I{a.pad[d]} + I{a.dil[d]} * (k[d] - 1) + opad[d] + 1;
+    if (size < 1 || size > INT64_MAX)
+      return fail(Error::InvalidArgument, op, ": the output size at spatial dim ", d, " would be ",
+                  size < 1 ? "empty" : "too large", " (input ", input.describe(), ", weight ", weight.describe(), ")");
+    osp[d] = static_cast<int64_t>(size);
   }
   ETRT_TRY(ChannelQuant q, channel_quant(op, mult, shift, O));
   ETRT_CHECK_OK(ctx.resize(op, out, act_sizes(x.N, O, osp[0], osp[1], nhwc)));
+  if (out.numel() == 0) return {};  // before the accumulators: an empty batch may still declare a huge plane
   const Act4<int8_t> y = act4<int8_t>(out, nhwc);
   const int8_t* w = weight.data_as<const int8_t>();
   const int64_t w0 = weight.stride(0), w1 = weight.stride(1), w2 = weight.stride(2), w3 = weight.stride(3);

@@ -34,7 +34,12 @@ Status pad_out(KernelContext& ctx, const Tensor& input, std::span<const int64_t>
     pre[d] = pre_pad[k];
     post[d] = post_pad[k];
   }
-  for (int d = 0; d < rank; ++d) osz[d] = input.size(d) + pre[d] + post[d];
+  for (int d = 0; d < rank; ++d) {
+    // The pads are at most 2^31 each, but an empty input's other sizes are not bounded by its storage.
+    if (input.size(d) > INT64_MAX - pre[d] - post[d])
+      return fail(Error::InvalidArgument, op, ": padding makes dim ", d, " of input ", input.describe(), " too large");
+    osz[d] = input.size(d) + pre[d] + post[d];
+  }
   ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(osz.data(), rank)));
   const Shape sh = shape_of(out.sizes());
   std::array<std::array<int64_t, kMaxDims>, 1> st{};

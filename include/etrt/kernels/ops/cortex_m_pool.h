@@ -32,7 +32,7 @@ inline Result<PoolGeo> geometry(std::string_view op, const Tensor& input, const 
   ETRT_TRY(g.s, pair(op, "stride", stride.empty() ? kernel : stride));
   ETRT_TRY(g.p, pair(op, "padding", padding));
   for (int d = 0; d < 2; ++d)
-    if (g.p[d] < 0 || g.p[d] * 2 > g.k[d])
+    if (g.p[d] < 0 || g.p[d] > g.k[d] / 2)
       return fail(Error::InvalidArgument, op, ": padding ", g.p[d], " must be in [0, kernel_size / 2 = ", g.k[d] / 2,
                   "]");
   const Act4<const int8_t> x = act4<const int8_t>(input, nhwc);

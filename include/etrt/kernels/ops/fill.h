@@ -108,9 +108,14 @@ Status arange_start_out(KernelContext& ctx, const Scalar& start, const Scalar& e
                 s, ", end ", e, ", step ", st, ")");
   int64_t n;
   if (!start.is_floating() && !end.is_floating() && !step.is_floating()) {
-    const int64_t a = start.to_int(), b = end.to_int(), c = step.to_int();
-    const int64_t span = b - a;
-    n = c > 0 ? (span + c - 1) / c : (span + c + 1) / c;
+    // In 128 bits: end - start spans up to 2^64 - 1, and rounding up adds step to it.
+    const __int128 a = start.to_int(), b = end.to_int(), c = step.to_int();
+    const __int128 span = b - a;
+    const __int128 count = c > 0 ? (span + c - 1) / c : (span + c + 1) / c;
+    if (count > std::numeric_limits<int64_t>::max())
+      return fail(Error::InvalidArgument, op, ": too many elements (start ", start.to_int(), ", end ", end.to_int(),
+                  ", step ", step.to_int(), ")");
+    n = static_cast<int64_t>(count);
   } else {
     const double nd = std::ceil((e - s) / st);
     if (!(nd < 9.0e18)) return fail(Error::InvalidArgument, op, ": too many elements (", nd, ")");
@@ -123,9 +128,10 @@ Status arange_start_out(KernelContext& ctx, const Scalar& start, const Scalar& e
     T* o = out.data_as<T>();
     using C = compute_t<T>;
     if constexpr (std::is_integral_v<C>) {
-      const int64_t a = start.to_int(), c = step.to_int();
       if (!start.is_floating() && !step.is_floating()) {
-        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(a + i * c);
+        // start + i * step wraps as torch's int64 arithmetic does (a floating end can put it beyond int64).
+        const uint64_t a = static_cast<uint64_t>(start.to_int()), c = static_cast<uint64_t>(step.to_int());
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<int64_t>(a + static_cast<uint64_t>(i) * c));
         return {};
       }
     }

@@ -153,9 +153,11 @@ Status constant_pad_nd_out(KernelContext& ctx, const Tensor& self, std::span<con
     const int d = self.dim() - 1 - static_cast<int>(i);
     lo[d] = pad[2 * i];
     hi[d] = pad[2 * i + 1];
-    s.sizes[d] = self.size(d) + lo[d] + hi[d];
-    if (s.sizes[d] < 0)
-      return fail(Error::InvalidArgument, op, ": padding ", shape_str(pad), " gives a negative size in dim ", d);
+    const __int128 o = static_cast<__int128>(self.size(d)) + lo[d] + hi[d];
+    if (o < 0 || o > INT64_MAX)
+      return fail(Error::InvalidArgument, op, ": padding ", shape_str(pad), " gives a ",
+                  o < 0 ? "negative" : "too large", " size in dim ", d);
+    s.sizes[d] = static_cast<int64_t>(o);
   }
   ETRT_CHECK_OK(ctx.resize(op, out, s.span()));
   if (out.numel() == 0) return {};
@@ -163,7 +165,9 @@ Status constant_pad_nd_out(KernelContext& ctx, const Tensor& self, std::span<con
   const int64_t es = static_cast<int64_t>(element_size(self.dtype()));
   mv::View src = mv::view_of(self), dst = mv::view_of(out);
   for (int d = 0; d < self.dim(); ++d) {
-    const int64_t in0 = std::max<int64_t>(0, -lo[d]), out0 = std::max<int64_t>(0, lo[d]);
+    // min(size, -lo) without negating lo, which may be INT64_MIN.
+    const int64_t in0 = lo[d] >= 0 ? 0 : lo[d] < -self.size(d) ? self.size(d) : -lo[d];
+    const int64_t out0 = std::max<int64_t>(0, lo[d]);
     const int64_t len = std::max<int64_t>(0, std::min(self.size(d) - in0, s.sizes[d] - out0));
     if (len == 0) return {};
     src.data += in0 * self.stride(d) * es;

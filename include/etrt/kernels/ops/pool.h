@@ -74,6 +74,10 @@ inline Result<Geometry> geometry(std::string_view op, const Tensor& x, const Par
   g.C = x.size(o);
   g.H = x.size(o + 1);
   g.W = x.size(o + 2);
+  // With the parameters at most 2^31, an input size at most 2^62 keeps out_size's arithmetic in range (an empty
+  // tensor's other sizes are not bounded by its storage).
+  if (g.H > kMaxParam << 31 || g.W > kMaxParam << 31)
+    return fail(Error::InvalidArgument, op, ": input ", x.describe(), " is too large to pool");
   g.OH = out_size(g.H, p.kh, p.ph, p.sh, p.dh, ceil_mode);
   g.OW = out_size(g.W, p.kw, p.pw, p.sw, p.dw, ceil_mode);
   if (g.OH <= 0 || g.OW <= 0 || g.H <= 0 || g.W <= 0)
@@ -362,7 +366,7 @@ Status avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span<const in
             else if (count_include_pad) div = pool_size;
             else div = (he - hs) * (we - ws);
             C v = div != 0 ? sum / static_cast<C>(div) : C(0);
-            if constexpr (std::is_integral_v<T>) op_[oh * os[2] + ow * os[3]] = static_cast<T>(static_cast<int64_t>(v));
+            if constexpr (std::is_integral_v<T>) op_[oh * os[2] + ow * os[3]] = static_cast<T>(convert<int64_t>(v));
             else op_[oh * os[2] + ow * os[3]] = static_cast<T>(v);
           }
         }
@@ -383,7 +387,7 @@ Status adaptive_avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span
     return fail(Error::InvalidArgument, op, ": output_size must be non-negative, got ", shape_str(output_size));
   const bool b = self.dim() == 4;
   const int64_t N = b ? self.size(0) : 1, C = self.size(b), H = self.size(b + 1), W = self.size(b + 2);
-  if ((H == 0 || W == 0) && os2.first * os2.second > 0)
+  if ((H == 0 || W == 0) && os2.first > 0 && os2.second > 0)
     return fail(Error::InvalidArgument, op, ": empty spatial input ", self.describe());
   const int64_t OH = os2.first, OW = os2.second;
   std::array<int64_t, 4> buf = b ? std::array<int64_t, 4>{N, C, OH, OW} : std::array<int64_t, 4>{C, OH, OW, 0};
@@ -406,7 +410,7 @@ Status adaptive_avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span
             for (int64_t ih = hs; ih < he; ++ih)
               for (int64_t iw = ws; iw < we; ++iw) sum += static_cast<A>(ip[ih * is[2] + iw * is[3]]);
             const A v = sum / static_cast<A>((he - hs) * (we - ws));
-            if constexpr (std::is_integral_v<T>) op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(static_cast<int64_t>(v));
+            if constexpr (std::is_integral_v<T>) op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(convert<int64_t>(v));
             else op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(v);
           }
         }

@@ -67,8 +67,11 @@ inline void walk(const Tensor& in, const Tensor& out, int axis, F&& f) {
 
 template <class R>
 inline R real_of_scalar_tensor(const Tensor& t, int64_t i) {
-  const LoadFn<double> l = loader_for<double>(t.dtype());
-  return static_cast<R>(l(t.data(), i * (t.dim() ? t.stride(0) : 0)));
+  const int64_t off = i * (t.dim() ? t.stride(0) : 0);
+  // An int64 zero point read as double would round INT64_MAX up to 2^63, beyond int64.
+  if constexpr (std::is_integral_v<R>)
+    if (!is_floating(t.dtype())) return static_cast<R>(loader_for<int64_t>(t.dtype())(t.data(), off));
+  return convert<R>(loader_for<double>(t.dtype())(t.data(), off));
 }
 
 /// Quantizes `in` (a real dtype) into `out` (dtype qt) with per-channel (axis >= 0) or per-tensor parameters.
@@ -84,7 +87,7 @@ inline Status quantize(std::string_view op, const Tensor& in, Tensor& out, int a
         A v = std::nearbyint(static_cast<A>(static_cast<float>(x[io])) * inv) + static_cast<A>(zp_of(c));
         v = std::fmax(v, static_cast<A>(qmin));
         v = std::fmin(v, static_cast<A>(qmax));
-        q[oo] = static_cast<Q>(v);
+        q[oo] = convert<Q>(v);  // saturating: float(INT32_MAX) rounds up to 2^31, beyond int32
       });
     };
     if (in_double || std::is_same_v<T, double>) body.template operator()<double>();
@@ -125,6 +128,16 @@ inline Status check_params(std::string_view op, const Tensor& scale, const Tenso
       return fail(Error::InvalidArgument, op, ": zero_point has unsupported dtype ", name(zp->dtype()));
     if (zp->numel() != n || zp->dim() > 1)
       return fail(Error::InvalidArgument, op, ": zero_point ", zp->describe(), " must have ", n, " element(s)");
+    if (is_floating(zp->dtype())) {
+      // As torch's item<int64_t>(): a floating zero point must convert to int64 without overflow.
+      const LoadFn<double> load = loader_for<double>(zp->dtype());
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = load(zp->data(), i * (zp->dim() ? zp->stride(0) : 0));
+        if (!(v >= -0x1p63 && v < 0x1p63))
+          return fail(Error::InvalidArgument, op, ": zero_point ", real_str(v),
+                      " cannot be converted to int64 without overflow");
+      }
+    }
   }
   return {};
 }

@@ -56,6 +56,9 @@ Status embedding(std::string_view op, int bits, KernelContext& ctx, const Tensor
     return fail(Error::InvalidArgument, op, ": weight_scales ", scales.describe(), " needs ", rows,
                 " rows, one per embedding of weight ", weight.describe());
   const int64_t per_byte = 8 / bits;
+  // An empty weight's row length is not bounded by its storage: refuse one whose unpacked length overflows.
+  if (weight.size(1) > INT64_MAX / per_byte)
+    return fail(Error::InvalidArgument, op, ": weight ", weight.describe(), " has rows too long to unpack");
   const int64_t dim = weight.size(1) * per_byte;  // the unpacked row length
   const int64_t groups = scales.dim() == 2 ? scales.size(1) : 1;
   if (groups < 1 || dim % groups != 0)

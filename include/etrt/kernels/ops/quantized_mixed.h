@@ -191,8 +191,9 @@ Status quantized_add_out(KernelContext& ctx, const Tensor& a, double a_scale, in
     Q* po = out.data_as<Q>();
     size_t k = 0;
     mv::for_each_view_offset(va, [&](int64_t o) {
-      const float da = static_cast<float>(static_cast<double>(static_cast<int64_t>(pa[o]) - za) * sa);
-      const float db = static_cast<float>(static_cast<double>(static_cast<int64_t>(pb[ob[k]]) - zb) * sb);
+      // Subtracted in double: an int64 element minus a zero point can overflow int64.
+      const float da = static_cast<float>((static_cast<double>(pa[o]) - static_cast<double>(za)) * sa);
+      const float db = static_cast<float>((static_cast<double>(pb[ob[k]]) - static_cast<double>(zb)) * sb);
       const int64_t q = convert<int64_t>(static_cast<double>(zo + std::nearbyint(inv * (da + db))));
       po[oo[k]] = static_cast<Q>(std::clamp(q, out_quant_min, out_quant_max));
       ++k;

@@ -29,7 +29,8 @@ struct QParams {
 };
 
 /// Note [choosing qparams], for the observed range [mn, mx] (both finite).
-inline QParams choose(float mn, float mx, int32_t qmin, int32_t qmax) {
+/// qmin and qmax are 32-bit values held in int64: qmax - qmin and abs(qmin) overflow int32 at the type's extremes.
+inline QParams choose(float mn, float mx, int64_t qmin, int64_t qmax) {
   constexpr float kSmallScale = 6.1e-5f;
   mn = std::min(mn, 0.f);
   mx = std::max(mx, 0.f);
@@ -136,7 +137,7 @@ Status choose_qparams_tensor_out(KernelContext&, const Tensor& input, int64_t qu
     });
   }
   if (!st) return st;
-  const qtok::QParams p = qtok::choose(mn, mx, static_cast<int32_t>(quant_min), static_cast<int32_t>(quant_max));
+  const qtok::QParams p = qtok::choose(mn, mx, quant_min, quant_max);
   scale_out.data_as<double>()[0] = p.scale;
   zero_point_out.data_as<int64_t>()[0] = p.zero_point;
   return {};

@@ -261,7 +261,7 @@ Status narrow_copy_out(KernelContext& ctx, const Tensor& self, int64_t dim, int6
   const int64_t n = self.size(d);
   if (start < -n || start > n) return fail(Error::InvalidArgument, op, ": start ", start, " is out of range for size ", n);
   if (start < 0) start += n;
-  if (length < 0 || start + length > n)
+  if (length < 0 || length > n - start)
     return fail(Error::InvalidArgument, op, ": start (", start, ") + length (", length, ") exceeds dim size ", n);
   return shape_detail::emit(ctx, op, out, shape_detail::narrowed(self, d, start, length, 1));
 }
@@ -276,19 +276,21 @@ Status as_strided_copy_out(KernelContext& ctx, const Tensor& self, std::span<con
                 " must have the same length");
   const int64_t off = storage_offset.value_or(0);
   if (off < 0) return fail(Error::InvalidArgument, op, ": negative storage offset ", off);
-  int64_t last = off;
+  // The last element reached, in 128 bits and saturated at int64's maximum: sizes and strides are the file's.
+  __int128 last = off;
   bool empty = false;
   for (size_t i = 0; i < size.size(); ++i) {
     if (size[i] < 0 || stride[i] < 0)
       return fail(Error::InvalidArgument, op, ": negative size or stride in ", shape_str(size), " / ", shape_str(stride));
     if (size[i] == 0) empty = true;
-    else last += (size[i] - 1) * stride[i];
+    else last = std::min<__int128>(last + static_cast<__int128>(size[i] - 1) * stride[i], INT64_MAX);
   }
   if (!empty && last >= self.numel())
     return fail(Error::InvalidArgument, op, ": size ", shape_str(size), " stride ", shape_str(stride), " offset ", off,
-                " reaches element ", last, " but the input has ", self.numel(), " elements");
+                " reaches element ", static_cast<int64_t>(last), " but the input has ", self.numel(), " elements");
   mv::View v = shape_detail::with_data(self);
-  v.data += off * static_cast<int64_t>(element_size(self.dtype()));
+  // An empty result reads nothing, and its offset may lie anywhere (as in torch): only a used offset moves data.
+  if (!empty) v.data += off * static_cast<int64_t>(element_size(self.dtype()));
   for (size_t i = 0; i < size.size(); ++i) v.push(size[i], stride[i]);
   return shape_detail::emit(ctx, op, out, v);
 }
