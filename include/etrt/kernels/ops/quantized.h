@@ -130,9 +130,8 @@ inline Status check_params(std::string_view op, const Tensor& scale, const Tenso
       return fail(Error::InvalidArgument, op, ": zero_point ", zp->describe(), " must have ", n, " element(s)");
     if (is_floating(zp->dtype())) {
       // As torch's item<int64_t>(): a floating zero point must convert to int64 without overflow.
-      const LoadFn<double> load = loader_for<double>(zp->dtype());
       for (int64_t i = 0; i < n; ++i) {
-        const double v = load(zp->data(), i * (zp->dim() ? zp->stride(0) : 0));
+        const double v = real_of_scalar_tensor<double>(*zp, i);
         if (!(v >= -0x1p63 && v < 0x1p63))
           return fail(Error::InvalidArgument, op, ": zero_point ", real_str(v),
                       " cannot be converted to int64 without overflow");
