@@ -24,8 +24,9 @@ for arg in "$@"; do
 done
 
 # 1. System packages (Debian): the C++ header packages the build and the C++ tests use, and clang with libFuzzer
-#    and the sanitizer runtimes for the fuzz target (tests/fuzz/run.sh).
-apt_packages=(catch2 libdlpack-dev librange-v3-dev g++ pkg-config clang libclang-rt-dev)
+#    and the sanitizer runtimes for the fuzz target (tests/fuzz/run.sh), and qemu-user, which runs the package as
+#    older CPUs in tests/python/test_cpu_baseline.py.
+apt_packages=(catch2 libdlpack-dev librange-v3-dev g++ pkg-config clang libclang-rt-dev qemu-user)
 missing=()
 for p in "${apt_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -10,7 +10,8 @@
 3. LLMs: prefill and decode seconds per token of every export_llm fixture against upstream on the same file.
 4. XNNPACK: the lowered fixtures and mobilenet_v2 / efficientnet_b0 / resnet18 / vit_b_32 lowered to XNNPACK
    (exported once by tools/export/zoo_sweep.py into ETRT_BENCH_ZOO), against upstream's XNNPACK on the same file.
-   `python bench/run.py xnnpack` runs this part alone (`python bench/run.py portable` runs parts 1 and 2).
+   `python bench/run.py xnnpack` runs this part alone (`python bench/run.py portable` runs parts 1 and 2,
+   `python bench/run.py llm` part 3).
 5. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
    and off, against one np.add(out=) call and against upstream (torch inputs) on the same file.
    `python bench/run.py overhead` runs this part alone.
@@ -307,6 +308,9 @@ def main():
         return 0
     if sys.argv[1:] == ["xnnpack"]:
         xnnpack(pl)
+        return 0
+    if sys.argv[1:] == ["llm"]:
+        llm(pl)
         return 0
     if sys.argv[1:] == ["portable"]:
         kernels(pl)

@@ -17,6 +17,7 @@ from executorch_portable_lib._C import (  # noqa: F401
     MethodMeta,
     TensorInfo,
     Verification,
+    _cpu_isa,
     _create_profile_block,
     _cuda_enabled,
     _device_wait_count,

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <span>
 #include <vector>
 
+#include "etrt/backends/xnnpack/quantized_gemv.h"
 #include "etrt/backends/xnnpack/xnnpack_backend.h"
 #include "test_support.h"
 #include "xnnpack_test_support.h"
@@ -132,5 +135,74 @@ TEST_CASE("XNNPACK quantization: truncations and byte flips of quantized payload
         bytes[i] ^= mask;
       }
     CHECK(rejected > 0);
+  }
+}
+
+namespace {
+
+/// out[i, n] in double from dequantize_rows: the reference the row-at-a-time GEMV is checked against.
+std::vector<double> gemv_reference(Datatype d, const Quant& q, std::span<const int64_t> dims, const uint8_t* data,
+                                   const std::vector<float>& x, int64_t m, const std::vector<float>& bias) {
+  const int64_t rows = dims[0], k = dims[1];
+  std::vector<float> w(static_cast<size_t>(rows * k));
+  quant::dequantize_rows(d, q, dims, data, 0, rows, w.data());
+  std::vector<double> out(static_cast<size_t>(m * rows));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t n = 0; n < rows; ++n) {
+      double s = bias.empty() ? 0.0 : bias[n];
+      for (int64_t c = 0; c < k; ++c) s += static_cast<double>(x[i * k + c]) * w[n * k + c];
+      out[i * rows + n] = s;
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("XNNPACK quantized GEMV matches the dequantized product on every weight layout", "[xnnpack][quantized]") {
+  struct Layout {
+    const char* name;
+    Datatype d;
+    QuantKind kind;
+    uint32_t group;
+    int64_t rows, cols;
+  };
+  const Layout layouts[] = {
+      {"4-bit blockwise, group 32", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 96},
+      {"4-bit blockwise, group 6 (a tail inside each block)", Datatype::QBInt4, QuantKind::PerChannelGroup, 6, 9, 18},
+      {"4-bit per channel", Datatype::QCInt4, QuantKind::PerChannel, 0, 33, 70},
+      {"4-bit per channel, odd width (generic path)", Datatype::QCInt4, QuantKind::PerChannel, 0, 7, 13},
+      {"8-bit per channel", Datatype::QCInt8, QuantKind::PerChannel, 0, 24, 50},
+      {"4-bit blockwise, large enough to split across threads", Datatype::QBInt4, QuantKind::PerChannelGroup, 64, 512,
+       512},
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  for (const Layout& l : layouts) {
+    const bool four_bit = l.d != Datatype::QCInt8;
+    const std::vector<int64_t> dims{l.rows, l.cols};
+    std::vector<uint8_t> data(static_cast<size_t>(four_bit ? l.rows * ((l.cols + 1) / 2) : l.rows * l.cols));
+    for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+    Quant q;
+    q.kind = l.kind;
+    q.group_size = l.group;
+    q.scales.resize(static_cast<size_t>(l.kind == QuantKind::PerChannelGroup ? l.rows * (l.cols / l.group) : l.rows));
+    for (float& s : q.scales) s = 0.01f + 0.1f * std::abs(real(rng));
+    std::vector<float> bias(static_cast<size_t>(l.rows));
+    for (float& b : bias) b = real(rng);
+    for (int64_t m : {int64_t{1}, int64_t{3}, quant::kGemvMaxRows}) {
+      std::vector<float> x(static_cast<size_t>(m * l.cols));
+      for (float& v : x) v = real(rng);
+      const std::vector<double> want = gemv_reference(l.d, q, dims, data.data(), x, m, bias);
+      for (int level : {2, 1, 0}) {
+        kernels::isa::force_level = level;
+        std::vector<float> scratch(static_cast<size_t>(m * l.cols)), out(static_cast<size_t>(m * l.rows), -99.f);
+        quant::quantized_gemv(l.d, q, dims, data.data(), x.data(), m, bias.data(), out.data(), scratch.data());
+        INFO(l.name << ", " << m << " rows, ISA level " << level);
+        double worst = 0;
+        for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
+        CHECK(worst < 2e-5 * static_cast<double>(l.cols));
+      }
+      kernels::isa::force_level = -1;
+    }
   }
 }

@@ -10,6 +10,7 @@
 #include "etrt/adapters/data_loader.h"
 #include "etrt/adapters/py_program.h"
 #include "etrt/core/log.h"
+#include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
 
 // The CUDA-enabled build (meson -Dcuda=enabled) defines ETRT_WITH_CUDA=1 for this translation unit only.
@@ -332,6 +333,7 @@ inline void create_profile_block(const std::string&) {}
 inline py::bytes dump_profile_results() { return py::bytes(""); }
 inline void reset_profile_results() {}
 inline int threadpool_thread_count() { return kernels::thread_count().load(); }
+inline std::string cpu_isa() { return std::string(kernels::isa::level_name(kernels::isa::level())); }
 inline void reset_threadpool(int n) {
   if (n < 1) throw std::runtime_error(cat("num_threads must be at least 1, got ", n));
   kernels::thread_count().store(n);

@@ -76,7 +76,14 @@ inline bool is_valid_dim_order(std::span<const uint8_t> dim_order) {
 
 class Tensor {
  public:
-  Tensor() = default;
+  Tensor() : sizes_{}, max_sizes_{}, strides_{}, dim_order_{} {}
+  // A Tensor is made and copied for each kernel call, and its arrays hold kMaxDims dimensions of which `rank_` are
+  // used: copies move only those (about 40 bytes for a 2-D tensor instead of 420). Entries past rank_ are never read.
+  Tensor(const Tensor& o) noexcept { copy_from(o); }
+  Tensor& operator=(const Tensor& o) noexcept {
+    if (this != &o) copy_from(o);
+    return *this;
+  }
 
   /// A tensor of `sizes` laid out by `dim_order` (identity when empty), over `data` (may be null until bound).
   static Result<Tensor> make(ScalarType dtype, std::span<const int64_t> sizes, std::span<const uint8_t> dim_order,
@@ -90,7 +97,7 @@ class Tensor {
       return fail(Error::InvalidProgram, "dim_order is not a permutation of the dimensions");
     if (checked_numel(sizes) < 0) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " are invalid");
     if (!span_fits(dtype, sizes)) return fail(Error::InvalidProgram, "tensor sizes ", shape_str(sizes), " overflow");
-    Tensor t;
+    Tensor t(Uninitialized{});
     t.dtype_ = dtype;
     t.rank_ = static_cast<int>(sizes.size());
     std::copy(sizes.begin(), sizes.end(), t.sizes_.begin());
@@ -170,6 +177,22 @@ class Tensor {
   std::string describe() const { return cat(numpy_name(dtype_), shape_str(sizes())); }
 
  private:
+  struct Uninitialized {};
+  explicit Tensor(Uninitialized) {}  // the arrays are filled up to rank_ by the caller
+
+  void copy_from(const Tensor& o) {
+    data_ = o.data_;
+    dtype_ = o.dtype_;
+    rank_ = o.rank_;
+    dynamism_ = o.dynamism_;
+    device_ = o.device_;
+    const auto r = static_cast<size_t>(rank_);
+    std::copy_n(o.sizes_.begin(), r, sizes_.begin());
+    std::copy_n(o.max_sizes_.begin(), r, max_sizes_.begin());
+    std::copy_n(o.strides_.begin(), r, strides_.begin());
+    std::copy_n(o.dim_order_.begin(), r, dim_order_.begin());
+  }
+
   /// Whether the byte strides of `sizes` fit in int64. Strides multiply every size but a zero one, so [0, 2^40,
   /// 2^40] has no elements and still overflows them; kernels compute byte offsets from strides even for an empty
   /// tensor (a slice of it), so no tensor may have such sizes, whether it is made or resized.
@@ -192,10 +215,10 @@ class Tensor {
   int rank_ = 0;
   ShapeDynamism dynamism_ = ShapeDynamism::Static;
   Device device_{};
-  std::array<int64_t, kMaxDims> sizes_{};
-  std::array<int64_t, kMaxDims> max_sizes_{};
-  std::array<int64_t, kMaxDims> strides_{};
-  std::array<uint8_t, kMaxDims> dim_order_{};
+  std::array<int64_t, kMaxDims> sizes_;
+  std::array<int64_t, kMaxDims> max_sizes_;
+  std::array<int64_t, kMaxDims> strides_;
+  std::array<uint8_t, kMaxDims> dim_order_;
 };
 
 }  // namespace etrt

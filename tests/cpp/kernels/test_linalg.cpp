@@ -35,7 +35,7 @@ std::vector<double> ref_mm(int64_t m, int64_t n, int64_t k, FA a, FB b) {
 
 TEST_CASE("gemm: all micro-kernels, transposes and odd sizes match a double reference", "[linalg][gemm]") {
   for (int level : {2, 1, 0}) {
-    gemm::detail::force_level = level;
+    isa::force_level = level;
     for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 5}, {67, 45, 300}, {130, 70, 400}, {9, 200, 17}}) {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
@@ -60,7 +60,7 @@ TEST_CASE("gemm: all micro-kernels, transposes and odd sizes match a double refe
       CHECK(err < 1e-10);
     }
   }
-  gemm::detail::force_level = -1;
+  isa::force_level = -1;
 }
 
 TEST_CASE("mm / bmm / addmm over strides and dtypes", "[linalg]") {

@@ -34,11 +34,11 @@ double clamp_ref(double v, float lo, float hi) { return std::min<double>(std::ma
 template <class F>
 void each_level(F&& f) {
   for (int level : {2, 1, 0}) {
-    gemm::detail::force_level = level;
+    isa::force_level = level;
     INFO("micro-kernel level " << level);
     f();
   }
-  gemm::detail::force_level = -1;
+  isa::force_level = -1;
 }
 
 /// NHWC convolution in double: filter OHWI [O, KH, KW, C / groups].

@@ -22,6 +22,7 @@
 #include "etrt/backends/xnnpack/intermediate_plan.h"
 #include "etrt/backends/xnnpack/node_table.h"
 #include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/backends/xnnpack/quantized_gemv.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
@@ -62,7 +63,8 @@ class Executor {
       const Node& n = g.nodes[i];
       if (e->kinds_[i]->reads_weights_in_blocks && e->stays_quantized_[n.inputs[1]]) {
         const int64_t k = g.values[n.inputs[1]].dims[1];
-        scratch = std::max<uint64_t>(scratch, static_cast<uint64_t>(detail::weight_block_rows(k) * k));
+        const int64_t rows = std::max(detail::weight_block_rows(k), quant::kGemvMaxRows);  // quantized_linear's buffer
+        scratch = std::max<uint64_t>(scratch, static_cast<uint64_t>(rows * k));
       }
     }
     // Bound what a payload may ask for before allocating (a corrupt dim must not exhaust memory).

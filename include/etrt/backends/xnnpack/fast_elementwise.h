@@ -8,6 +8,7 @@
 
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/kernels/util/fast_math.h"
+#include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/vec.h"
 
 namespace etrt::xnnpack::fast {
@@ -53,39 +54,42 @@ inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, c
                    float* o, Op op) {
   const int64_t n = os.numel();
   if (as == os && bs == os) {
-    for (int64_t i = 0; i < n; ++i) o[i] = op(a[i], b[i]);
+    kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+      for (int64_t i = 0; i < n; ++i) o[i] = op(a[i], b[i]);
+    });
     return true;
   }
-  if (as == os) {
-    const int64_t inner = repeated_suffix(bs, os);
-    if (inner <= 0) return false;
-    for (int64_t r = 0; r < n; r += inner)
-      for (int64_t c = 0; c < inner; ++c) o[r + c] = op(a[r + c], b[c]);
-    return true;
-  }
-  if (bs == os) {
-    const int64_t inner = repeated_suffix(as, os);
-    if (inner <= 0) return false;
-    for (int64_t r = 0; r < n; r += inner)
-      for (int64_t c = 0; c < inner; ++c) o[r + c] = op(a[c], b[r + c]);
-    return true;
-  }
-  return false;
+  const bool a_full = as == os;
+  if (!a_full && !(bs == os)) return false;
+  const int64_t inner = a_full ? repeated_suffix(bs, os) : repeated_suffix(as, os);
+  if (inner <= 0) return false;
+  kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+    if (a_full) {
+      for (int64_t r = 0; r < n; r += inner)
+        for (int64_t c = 0; c < inner; ++c) o[r + c] = op(a[r + c], b[c]);
+    } else {
+      for (int64_t r = 0; r < n; r += inner)
+        for (int64_t c = 0; c < inner; ++c) o[r + c] = op(a[c], b[r + c]);
+    }
+  });
+  return true;
 }
 
 /// y = 1 / (1 + e^-x) with the lane-wise exp (kernels/util/vec.h, within 2 ulp of libm's expf): large negative x
 /// gives 0, NaN stays NaN.
 inline void sigmoid(const float* x, float* y, int64_t n) {
-  constexpr int L = 8;
-  using V = kernels::vec::Vec<L>;
-  int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    V v, e;
-    kernels::vec::load(v, x + i);
-    kernels::vec::exp<L>(e, -v);
-    kernels::vec::store(y + i, 1.0f / (1.0f + e));
-  }
-  for (; i < n; ++i) y[i] = 1.0f / (1.0f + kernels::exp_fast(-x[i]));
+  kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+    constexpr int L = 8;
+    using V = kernels::vec::Vec<L>;
+    int64_t i = 0;
+    for (; i + L <= n; i += L) {
+      V v, e;
+      kernels::vec::load(v, x + i);
+      kernels::vec::exp<L>(e, -v);
+      kernels::vec::store(y + i, 1.0f / (1.0f + e));
+    }
+    for (; i < n; ++i) y[i] = 1.0f / (1.0f + kernels::exp_fast(-x[i]));
+  });
 }
 
 }  // namespace etrt::xnnpack::fast

@@ -23,6 +23,7 @@
 #include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/packed_filters.h"
 #include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/backends/xnnpack/quantized_gemv.h"
 #include "etrt/backends/xnnpack/sdpa.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
@@ -204,6 +205,10 @@ inline Status quantized_linear(const NodeRun& r, const Node& n) {
   const float* bias = n.inputs[2] != kNoValue ? r.ptr[n.inputs[2]] : nullptr;
   const int64_t block = detail::weight_block_rows(k);
   float* wbuf = r.scratch;  // block x k floats: sized at load (executor.h)
+  if (m <= quant::kGemvMaxRows && k <= quant::kGemvMaxCols) {  // wbuf holds kGemvMaxRows x k floats too
+    quant::quantized_gemv(w.datatype, w.quant, w.dims, w.constant.data(), x, m, bias, out, wbuf);
+    return {};
+  }
   for (int64_t r0 = 0; r0 < rows_total; r0 += block) {
     const int64_t rows = std::min(block, rows_total - r0);
     quant::dequantize_rows(w.datatype, w.quant, w.dims, w.constant.data(), r0, rows, wbuf);

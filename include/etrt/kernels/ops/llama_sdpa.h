@@ -147,25 +147,25 @@ inline const float* rows_f32(const Operand& o, int64_t b, int64_t h, int64_t s0,
     }
   }
 }
-#ifdef ETRT_GEMM_X86
-[[gnu::target("avx2,fma")]] inline void group_scores_avx2(const float* Q, int64_t R, int64_t D, const float* K,
+#ifdef ETRT_ISA_X86
+[[ETRT_TARGET_AVX2]] inline void group_scores_avx2(const float* Q, int64_t R, int64_t D, const float* K,
                                                           int64_t krs, int64_t nk, float* s) {
   group_scores_body(Q, R, D, K, krs, nk, s);
 }
-[[gnu::target("avx2,fma")]] inline void group_values_avx2(const float* P, int64_t R, int64_t nk, const float* V,
+[[ETRT_TARGET_AVX2]] inline void group_values_avx2(const float* P, int64_t R, int64_t nk, const float* V,
                                                           int64_t vrs, int64_t D, float* acc) {
   group_values_body(P, R, nk, V, vrs, D, acc);
 }
 #endif
 inline void group_scores(const float* Q, int64_t R, int64_t D, const float* K, int64_t krs, int64_t nk, float* s) {
-#ifdef ETRT_GEMM_X86
-  if (gemm::detail::cpu_level() >= 1) return group_scores_avx2(Q, R, D, K, krs, nk, s);
+#ifdef ETRT_ISA_X86
+  if (isa::level() >= isa::kAvx2) return group_scores_avx2(Q, R, D, K, krs, nk, s);
 #endif
   group_scores_body(Q, R, D, K, krs, nk, s);
 }
 inline void group_values(const float* P, int64_t R, int64_t nk, const float* V, int64_t vrs, int64_t D, float* acc) {
-#ifdef ETRT_GEMM_X86
-  if (gemm::detail::cpu_level() >= 1) return group_values_avx2(P, R, nk, V, vrs, D, acc);
+#ifdef ETRT_ISA_X86
+  if (isa::level() >= isa::kAvx2) return group_values_avx2(P, R, nk, V, vrs, D, acc);
 #endif
   group_values_body(P, R, nk, V, vrs, D, acc);
 }

@@ -8,6 +8,7 @@
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/util/broadcast.h"
 #include "etrt/kernels/util/dtype_util.h"
+#include "etrt/kernels/util/isa.h"
 
 namespace etrt::kernels {
 
@@ -188,7 +189,9 @@ inline Status map_mixed(std::string_view op, Tensor& out, types<Cs...>, F&& f, c
   using detail::stored_t;
   auto rows = [](const void* fp, int64_t n, R* o, const stored_t<Cs>*... p) {
     const auto& fn = *static_cast<const std::remove_reference_t<F>*>(fp);
-    for (int64_t i = 0; i < n; ++i) o[i] = convert<R>(fn(detail::read_stored<Cs>(p, i)...));
+    isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+      for (int64_t i = 0; i < n; ++i) o[i] = convert<R>(fn(detail::read_stored<Cs>(p, i)...));
+    });
   };
   if (((ins.dtype() == dtype_of<Cs>) && ...) && out.dtype() == dtype_of<R> && same_dense_layout(out, ins...)) {
     rows(&f, out.numel(), out.data_as<R>(), static_cast<const stored_t<Cs>*>(ins.data())...);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "etrt/kernels/util/isa.h"
+
 namespace etrt::kernels {
 
 /// p = e^r for |r| <= ln2 / 2: Taylor terms through r^7 / 5040, truncation error below 2e-8 relative. T is float or
@@ -49,34 +51,38 @@ inline constexpr int kLanes = 16;
 
 /// max over n floats (NaN-ignoring; callers that need NaN propagation get it from the following arithmetic).
 inline float max_lanes(const float* x, int64_t n) {
-  float acc[kLanes];
-  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
-  float m = -std::numeric_limits<float>::infinity();
-  for (int k = 0; k < kLanes; ++k) m = acc[k] > m ? acc[k] : m;
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  return m;
+  return isa::dispatch([&]() ETRT_ISA_INLINE {
+    float acc[kLanes];
+    for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
+    float m = -std::numeric_limits<float>::infinity();
+    for (int k = 0; k < kLanes; ++k) m = acc[k] > m ? acc[k] : m;
+    for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+    return m;
+  });
 }
 
 /// y[i] = exp(x[i] - shift); returns the sum of the y (lane-split, then combined).
 inline float exp_shift_sum(const float* x, float* y, int64_t n, float shift) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) {
-      const float e = exp_fast(x[i + k] - shift);
-      y[i + k] = e;
-      acc[k] += e;
+  return isa::dispatch([&]() ETRT_ISA_INLINE {
+    float acc[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) {
+        const float e = exp_fast(x[i + k] - shift);
+        y[i + k] = e;
+        acc[k] += e;
+      }
+    float s = 0;
+    for (int k = 0; k < kLanes; ++k) s += acc[k];
+    for (; i < n; ++i) {
+      y[i] = exp_fast(x[i] - shift);
+      s += y[i];
     }
-  float s = 0;
-  for (int k = 0; k < kLanes; ++k) s += acc[k];
-  for (; i < n; ++i) {
-    y[i] = exp_fast(x[i] - shift);
-    s += y[i];
-  }
-  return s;
+    return s;
+  });
 }
 
 }  // namespace etrt::kernels

@@ -18,10 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
 
 namespace etrt::kernels::gemm {
@@ -64,15 +64,14 @@ template <class T, int MR, int NR, bool Fma>
 using MicroF32 = void (*)(int64_t, const float*, const float*, float*);
 using MicroF64 = void (*)(int64_t, const double*, const double*, double*);
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ETRT_GEMM_X86 1
+#ifdef ETRT_ISA_X86
 // One wrapper per instruction set: the target attribute is what lets micro_tile's loops use that set's registers.
 template <class T, int MR, int NR>
-[[gnu::target("avx512f")]] inline void micro_avx512(int64_t kc, const T* a, const T* b, T* o) {
+[[ETRT_TARGET_AVX512]] inline void micro_avx512(int64_t kc, const T* a, const T* b, T* o) {
   micro_tile<T, MR, NR, true>(kc, a, b, o);
 }
 template <class T, int MR, int NR>
-[[gnu::target("avx2,fma")]] inline void micro_avx2(int64_t kc, const T* a, const T* b, T* o) {
+[[ETRT_TARGET_AVX2]] inline void micro_avx2(int64_t kc, const T* a, const T* b, T* o) {
   micro_tile<T, MR, NR, true>(kc, a, b, o);
 }
 #endif
@@ -88,46 +87,13 @@ struct Micro {
   int nr;
 };
 
-/// Tests set this to exercise the narrower micro-kernels (-1: use what the CPU has). A level above what the CPU
-/// supports is capped to it: forcing AVX-512 on a CPU without it would raise SIGILL.
-inline int force_level = -1;
-
-/// The level ETRT_ISA asks for (avx512, avx2, baseline), -1 when unset or not one of those. Read once, so a process
-/// runs one set of kernels from load to exit.
-inline int env_level() {
-  static const int level = [] {
-    const char* v = std::getenv("ETRT_ISA");
-    if (!v) return -1;
-    const std::string_view s(v);
-    return s == "avx512" ? 2 : s == "avx2" ? 1 : s == "baseline" ? 0 : -1;
-  }();
-  return level;
-}
-
-/// 2 = AVX-512F, 1 = AVX2 + FMA, 0 = baseline; detected once, lowered by ETRT_ISA or force_level.
-inline int cpu_level() {
-#ifdef ETRT_GEMM_X86
-  static const int level = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 2;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
-    return 0;
-  }();
-  const int want = force_level >= 0 ? force_level : env_level();
-  return want >= 0 ? std::min(want, level) : level;
-#else
-  (void)force_level;
-  return 0;
-#endif
-}
-
 /// The tile of each level: MR rows x NR columns of accumulators fill most of its vector registers (NR halves for
 /// double).
 template <class T>
 inline Micro<T> pick_micro() {
   constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
-  const int level = cpu_level();
-#ifdef ETRT_GEMM_X86
+  const int level = isa::level();
+#ifdef ETRT_ISA_X86
   if (level == 2) return {&micro_avx512<T, 8, 16 << kWide>, 8, 16 << kWide};
   if (level == 1) return {&micro_avx2<T, 6, 8 << kWide>, 6, 8 << kWide};
 #endif

@@ -164,12 +164,12 @@ template <int Lanes>
 using DepthwiseFn = void (*)(const Geometry&, int64_t, const float*, const float*, const gemm::Epilogue&, float*,
                              int64_t, int64_t);
 
-#ifdef ETRT_GEMM_X86
-[[gnu::target("avx512f")]] inline void depthwise_avx512(const Geometry& g, int64_t m, const float* in, const float* f,
+#ifdef ETRT_ISA_X86
+[[ETRT_TARGET_AVX512]] inline void depthwise_avx512(const Geometry& g, int64_t m, const float* in, const float* f,
                                                         const gemm::Epilogue& ep, float* out, int64_t r0, int64_t r1) {
   depthwise_body<16>(g, m, in, f, ep, out, r0, r1);
 }
-[[gnu::target("avx2,fma")]] inline void depthwise_avx2(const Geometry& g, int64_t m, const float* in, const float* f,
+[[ETRT_TARGET_AVX2]] inline void depthwise_avx2(const Geometry& g, int64_t m, const float* in, const float* f,
                                                        const gemm::Epilogue& ep, float* out, int64_t r0, int64_t r1) {
   depthwise_body<8>(g, m, in, f, ep, out, r0, r1);
 }
@@ -180,8 +180,8 @@ inline void depthwise_base(const Geometry& g, int64_t m, const float* in, const 
 }
 
 inline DepthwiseFn pick_depthwise() {
-#ifdef ETRT_GEMM_X86
-  const int level = gemm::detail::cpu_level();
+#ifdef ETRT_ISA_X86
+  const int level = isa::level();
   if (level == 2) return &depthwise_avx512;
   if (level == 1) return &depthwise_avx2;
 #endif

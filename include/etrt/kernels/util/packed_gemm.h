@@ -100,14 +100,14 @@ struct MicroCKernels {
   int nr;
 };
 
-#ifdef ETRT_GEMM_X86
+#ifdef ETRT_ISA_X86
 template <int MR, int NR>
-[[gnu::target("avx512f")]] inline void c_avx512(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
+[[ETRT_TARGET_AVX512]] inline void c_avx512(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
                                                 const TileOut& t) {
   micro_c<MR, NR, true>(kc, a, ps, is, b, t);
 }
 template <int MR, int NR>
-[[gnu::target("avx2,fma")]] inline void c_avx2(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
+[[ETRT_TARGET_AVX2]] inline void c_avx2(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
                                                const TileOut& t) {
   micro_c<MR, NR, true>(kc, a, ps, is, b, t);
 }
@@ -117,9 +117,9 @@ inline void c_base(int64_t kc, const float* a, int64_t ps, int64_t is, const flo
   micro_c<MR, NR, false>(kc, a, ps, is, b, t);
 }
 
-/// The kernels of a level (cpu_level): the same tile shapes as pick_micro<float>.
+/// The kernels of a level (isa::level): the same tile shapes as pick_micro<float>.
 inline MicroCKernels micro_c_kernels(int level) {
-#ifdef ETRT_GEMM_X86
+#ifdef ETRT_ISA_X86
   if (level == 2) return {&c_avx512<8, 32>, &c_avx512<1, 32>, 8, 32};
   if (level == 1) return {&c_avx2<6, 16>, &c_avx2<1, 16>, 6, 16};
 #endif
@@ -134,7 +134,7 @@ struct PackedB {
   std::unique_ptr<float[]> data;
   int64_t k = 0;
   int64_t n = 0;
-  int level = 0;  // the cpu_level the panels were laid out for
+  int level = 0;  // the isa::level the panels were laid out for
   int nr = 8;
 
   int64_t panels() const { return (n + nr - 1) / nr; }
@@ -147,7 +147,7 @@ struct PackedB {
 
 /// Floats a packed k x n matrix takes with this CPU's micro-kernel: for memory budgets, before packing.
 inline uint64_t packed_b_floats(int64_t k, int64_t n) {
-  const int64_t nr = detail::micro_c_kernels(detail::cpu_level()).nr;
+  const int64_t nr = detail::micro_c_kernels(isa::level()).nr;
   return static_cast<uint64_t>((n + nr - 1) / nr * nr) * static_cast<uint64_t>(k);
 }
 
@@ -156,7 +156,7 @@ inline Result<PackedB> pack_b(const float* b, int64_t rs, int64_t cs, int64_t k,
   PackedB out;
   out.k = k;
   out.n = n;
-  out.level = detail::cpu_level();
+  out.level = isa::level();
   out.nr = detail::micro_c_kernels(out.level).nr;
   const uint64_t floats = packed_b_floats(k, n);
   out.data.reset(new (std::nothrow) float[std::max<uint64_t>(floats, 1)]);

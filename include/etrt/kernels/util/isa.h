@@ -1,0 +1,107 @@
+// Note [isa dispatch]: the library is built for a baseline x86-64 (meson option `march`, x86-64-v2 by default), so
+// it loads on any CPU of that generation. A hot loop gets the machine's width by being compiled again under a
+// function-level target attribute and chosen at run time: `isa::dispatch(body)` instantiates `body` (an
+// ETRT_ISA_INLINE lambda) once per level and calls the one for `isa::level()`. Only the chosen copy ever runs, so
+// no instruction beyond the baseline executes on a CPU that lacks it. The body is inlined into each wrapper, so
+// everything it inlines in turn is compiled for that wrapper's instruction set; what it calls out of line stays at
+// the baseline, which keeps a library function shared between variants from being built for the wrong CPU.
+//
+// The level is detected once per process, capped by the ETRT_ISA environment variable (avx512, avx2, baseline)
+// and, in tests, by `force_level`: a cap above what the CPU has is lowered to what it has.
+#pragma once
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+namespace etrt::kernels::isa {
+
+/// 2 = AVX-512 (F, BW, DQ, VL) with AVX2 + FMA, 1 = AVX2 + FMA + F16C, 0 = the build's baseline.
+enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ETRT_ISA_X86 1
+#define ETRT_TARGET_AVX2 gnu::target("avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+#define ETRT_TARGET_AVX512 gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+#endif
+
+/// Marks a lambda handed to dispatch(): it must be inlined into each variant, or it would run at the baseline.
+#define ETRT_ISA_INLINE __attribute__((always_inline))
+
+/// Tests set this to run a narrower variant (-1: what the CPU has).
+inline int force_level = -1;
+
+/// The cap ETRT_ISA asks for, -1 when unset or unknown. Read once, so a process runs one set of kernels.
+inline int env_level() {
+  static const int level = [] {
+    const char* v = std::getenv("ETRT_ISA");
+    if (!v) return -1;
+    const std::string_view s(v);
+    return s == "avx512" ? int{kAvx512} : s == "avx2" ? int{kAvx2} : s == "baseline" ? int{kBaseline} : -1;
+  }();
+  return level;
+}
+
+/// What this CPU supports, detected once.
+inline int cpu_supported() {
+#ifdef ETRT_ISA_X86
+  static const int level = [] {
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    return avx512 ? int{kAvx512} : avx2 ? int{kAvx2} : int{kBaseline};
+  }();
+  return level;
+#else
+  return kBaseline;
+#endif
+}
+
+/// The level the kernels run at: the CPU's, capped by force_level or ETRT_ISA.
+inline int level() {
+  const int want = force_level >= 0 ? force_level : env_level();
+  return want >= 0 ? std::min(want, cpu_supported()) : cpu_supported();
+}
+
+/// The name of a level, as ETRT_ISA spells it.
+inline std::string_view level_name(int l) {
+  return l >= kAvx512 ? "avx512" : l == kAvx2 ? "avx2" : "baseline";
+}
+
+#ifdef ETRT_ISA_X86
+template <class F>
+[[ETRT_TARGET_AVX512]] inline decltype(auto) on_avx512(F& body) {
+  return body();
+}
+template <class F>
+[[ETRT_TARGET_AVX2]] inline decltype(auto) on_avx2(F& body) {
+  return body();
+}
+#endif
+
+/// Runs `body` compiled for the widest level available (Note [isa dispatch]).
+template <class F>
+inline decltype(auto) dispatch(F&& body) {
+#ifdef ETRT_ISA_X86
+  switch (level()) {
+    case kAvx512: return on_avx512(body);
+    case kAvx2: return on_avx2(body);
+    default: break;
+  }
+#endif
+  return body();
+}
+
+/// As dispatch(), with AVX2 as the widest: for loops bound by memory, where an AVX-512 copy adds code and compile
+/// time for no speed.
+template <class F>
+inline decltype(auto) dispatch_avx2(F&& body) {
+#ifdef ETRT_ISA_X86
+  if (level() >= kAvx2) return on_avx2(body);
+#endif
+  return body();
+}
+
+}  // namespace etrt::kernels::isa
