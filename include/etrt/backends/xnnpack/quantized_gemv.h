@@ -10,6 +10,7 @@
 #include <span>
 
 #include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
 
@@ -84,19 +85,6 @@ typedef float Floats8 __attribute__((vector_size(32)));
   for (int64_t c = 0; c < cols; ++c) w[c] = static_cast<float>(row[c]) * s;
 }
 
-/// sum x[i] * w[i] over n floats, in 16 lane-split partial sums (the vectorizer keeps them in registers).
-[[gnu::always_inline]] inline float dot(const float* x, const float* w, int64_t n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l] * w[i + l];
-  float s = 0.f;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  for (; i < n; ++i) s += x[i] * w[i];
-  return s;
-}
-
 }  // namespace detail
 
 /// out[i, n] = sum_k x[i, k] * W(n, k) + bias[n] for i < m (m <= kGemvMaxRows), W the [N, K] quantized weight
@@ -121,12 +109,13 @@ inline void quantized_gemv(Datatype d, const Quant& q, std::span<const int64_t> 
         if (split) {
           detail::decode_nibbles(q, k, dec.group, data, n, w, w + h);
           for (int64_t i = 0; i < m; ++i)
-            out[i * rows + n] = detail::dot(scratch + i * k, w, h) + detail::dot(scratch + i * k + h, w + h, h) + b;
+            out[i * rows + n] =
+                kernels::dot_lanes(scratch + i * k, w, h) + kernels::dot_lanes(scratch + i * k + h, w + h, h) + b;
           continue;
         }
         if (dec.layout == detail::RowLayout::Bytes) detail::decode_bytes(q, k, data, n, w);
         else dequantize_rows(d, q, dims, data, n, 1, w);
-        for (int64_t i = 0; i < m; ++i) out[i * rows + n] = detail::dot(x + i * k, w, k) + b;
+        for (int64_t i = 0; i < m; ++i) out[i * rows + n] = kernels::dot_lanes(x + i * k, w, k) + b;
       }
     });
   };

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "etrt/kernels/ops/llama_common.h"
-#include "etrt/kernels/ops/llama_sdpa.h"  // llama::sdpa::dot
+#include "etrt/kernels/util/fast_math.h"  // dot_lanes
 
 namespace etrt::kernels {
 
@@ -107,7 +107,7 @@ inline void packed_linear(const uint8_t* blob, int64_t n, int64_t k, int64_t gro
     unpack_block(data, n0, k, group_size, nbit, wbuf.data());
     const int64_t rows = std::min<int64_t>(kNr, n - n0);
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t r = 0; r < rows; ++r) y[i * n + n0 + r] = sdpa::dot(x + i * k, wbuf.data() + r * k, k);
+      for (int64_t r = 0; r < rows; ++r) y[i * n + n0 + r] = dot_lanes(x + i * k, wbuf.data() + r * k, k);
   }
 }
 
@@ -198,7 +198,7 @@ Status quantized_moe_ffn_out(KernelContext& ctx, const Tensor& x, const Tensor& 
   std::vector<float> weight(static_cast<size_t>(T * K));
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t e = 0; e < E; ++e) {
-      const float s = sdpa::dot(xd + t * D, gw + e * D, D);
+      const float s = dot_lanes(xd + t * D, gw + e * D, D);
       scores[static_cast<size_t>(e)] = is_sigmoid ? moe::sigmoid(s) : s;
       ranked[static_cast<size_t>(e)] = scores[static_cast<size_t>(e)] + (bias ? bias[e] : 0.0f);
     }

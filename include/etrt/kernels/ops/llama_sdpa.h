@@ -110,20 +110,6 @@ inline const float* rows_f32(const Operand& o, int64_t b, int64_t h, int64_t s0,
   return dst;
 }
 
-/// Dot product with lane-split partial sums (vectorizes without reassociation flags).
-[[gnu::always_inline]] inline float dot(const float* a, const float* b, int64_t n) {
-  constexpr int L = 16;
-  float acc[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) acc[l] += a[i + l] * b[i + l];
-  for (int w = L / 2; w > 0; w /= 2)  // pairwise: vector adds instead of a chain of L scalar ones
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  float s = acc[0];
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // Decode-size blocks: the few query rows of every head of a KV group (R rows in all) against the keys read in place,
 // each key and value row loaded once for all R rows. Compiled for AVX2 + FMA too and picked at run time, like the
 // GEMM micro-kernels.
@@ -131,7 +117,7 @@ inline const float* rows_f32(const Operand& o, int64_t b, int64_t h, int64_t s0,
                                                      int64_t nk, float* s) {
   for (int64_t j = 0; j < nk; ++j) {
     const float* kj = K + j * krs;
-    for (int64_t r = 0; r < R; ++r) s[r * nk + j] = dot(Q + r * D, kj, D);
+    for (int64_t r = 0; r < R; ++r) s[r * nk + j] = dot_lanes(Q + r * D, kj, D);
   }
 }
 [[gnu::always_inline]] inline void group_values_body(const float* P, int64_t R, int64_t nk, const float* V, int64_t vrs,
@@ -175,7 +161,7 @@ inline void matmul_abt(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
                        float* c, int64_t ldc) {
   if (m < 4 || m * n * k <= 4096) {
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = dot(a + i * lda, b + j * ldb, k);
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = dot_lanes(a + i * lda, b + j * ldb, k);
     return;
   }
   gemm::detail::scale_c<float>(m, n, 0.0f, c, ldc, 1);
