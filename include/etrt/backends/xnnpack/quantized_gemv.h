@@ -13,6 +13,7 @@
 #include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/vec.h"
 
 namespace etrt::xnnpack::quant {
 
@@ -43,9 +44,7 @@ inline RowDecoder row_decoder(Datatype d, const Quant& q, int64_t cols) {
   return {};
 }
 
-typedef uint8_t Bytes8 __attribute__((vector_size(8)));
-typedef int32_t Ints8 __attribute__((vector_size(32)));
-typedef float Floats8 __attribute__((vector_size(32)));
+typedef uint8_t Bytes8 __attribute__((vector_size(8)));  // 8 weight bytes, widened into vec::IVec<8>
 
 /// Weight row `r` of a 4-bit [rows, cols] constant (two values per byte, low nibble first, each stored as value +
 /// 8) as floats (value x its block's scale), de-interleaved: even columns into `we`, odd ones into `wo` (cols / 2
@@ -65,9 +64,9 @@ typedef float Floats8 __attribute__((vector_size(32)));
     for (; j + 8 <= half; j += 8) {  // 8 bytes -> 8 even and 8 odd values (the vectorizer leaves this loop scalar)
       Bytes8 raw;
       std::memcpy(&raw, b + j, sizeof raw);
-      const Ints8 v = __builtin_convertvector(raw, Ints8);
-      const Floats8 lo = __builtin_convertvector((v & 0xF) - 8, Floats8) * s;
-      const Floats8 hi = __builtin_convertvector((v >> 4) - 8, Floats8) * s;
+      const kernels::vec::IVec<8> v = __builtin_convertvector(raw, kernels::vec::IVec<8>);
+      const kernels::vec::Vec<8> lo = __builtin_convertvector((v & 0xF) - 8, kernels::vec::Vec<8>) * s;
+      const kernels::vec::Vec<8> hi = __builtin_convertvector((v >> 4) - 8, kernels::vec::Vec<8>) * s;
       std::memcpy(e + j, &lo, sizeof lo);
       std::memcpy(o + j, &hi, sizeof hi);
     }
