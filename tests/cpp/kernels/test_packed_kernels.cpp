@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "etrt/kernels/util/nhwc_conv.h"
@@ -255,6 +256,35 @@ TEST_CASE("worker pool: every chunk runs once per region, over many regions, wit
     });
     CHECK(sum.load() == 999 * 1000 / 2);
   }  // the workers join here
+  thread_count() = saved;
+}
+
+TEST_CASE("worker pool: a worker that wakes late never runs a chunk of a region it did not see", "[packed][pool]") {
+  // Tiny back-to-back regions: the caller usually runs every chunk itself and returns before the workers wake, so
+  // workers keep arriving during a later region (Note [chunks, not workers]). Each region checks that each of its
+  // chunks ran once, with that region's bounds and body, and that no chunk of an earlier region ran after it ended.
+  const int saved = thread_count().load();
+  thread_count() = 4;
+  {
+    WorkerPool pool;
+    PoolScope scope(pool);
+    std::atomic<int> stray{0};
+    for (int region = 0; region < 20000; ++region) {
+      const int64_t n = 2 + region % 5;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      std::atomic<bool> open{true};
+      parallel_for(n, 1, [&, n](int64_t b, int64_t e) {
+        if (!open.load() || b < 0 || e > n || b >= e) ++stray;
+        for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+        if (region % 7 == 0) std::this_thread::yield();  // uneven chunks: some finish while others are queued
+      });
+      open = false;
+      bool once = true;
+      for (auto& h : hits) once = once && h.load() == 1;
+      REQUIRE(once);
+    }
+    CHECK(stray.load() == 0);
+  }
   thread_count() = saved;
 }
 

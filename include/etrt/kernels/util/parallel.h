@@ -44,8 +44,15 @@ inline std::atomic<int>& thread_count() {
 /// raised later, and surplus ones find no chunk) and are joined when the pool is destroyed. Between regions a worker
 /// polls for the next one for about kSpin iterations (a network's layers follow each other within microseconds,
 /// and a futex wake-up costs more than a small layer), then sleeps on a condition variable; the caller likewise
-/// polls for the workers to finish before it sleeps. A region that finds the pool busy (a region inside a region)
-/// or finds itself in a forked child (whose copy of the pool has no threads) runs on the caller instead.
+/// polls for the claimed chunks to finish before it sleeps. A region that finds the pool busy (a region inside a
+/// region) or finds itself in a forked child (whose copy of the pool has no threads) runs on the caller instead.
+///
+/// Note [chunks, not workers]: the caller waits for the region's chunks, never for the workers. On a loaded machine
+/// a worker may not be scheduled for milliseconds; the caller then runs every chunk itself and returns at once,
+/// instead of waiting for a descheduled worker to wake up only to find nothing left. That needs a chunk to be
+/// claimable only while its own region is the current one: the region's number, its chunk count and the next chunk
+/// share one atomic word (`claim_`), so a worker that wakes late cannot claim a chunk of a region it did not see
+/// published, and the region's other fields stay unchanged while any of its chunks is unfinished.
 class WorkerPool {
  public:
   WorkerPool() = default;
@@ -67,6 +74,8 @@ class WorkerPool {
   /// cannot take the region (then nothing ran). Exceptions are rethrown on the caller once every chunk is done.
   template <class F>
   bool run(int64_t n, int64_t per, int threads, F& f) {
+    const int64_t chunks = (n + per - 1) / per;
+    if (chunks > kMaxChunks) return false;
     if (busy_.exchange(true)) return false;
     struct Release {
       std::atomic<bool>& b;
@@ -75,37 +84,43 @@ class WorkerPool {
     if (!workers_.empty() && owner_pid_ != getpid()) return false;
     if (static_cast<int>(workers_.size()) < threads - 1) start(threads - 1 - static_cast<int>(workers_.size()));
     if (workers_.empty()) return false;
+    job_ = const_cast<void*>(static_cast<const void*>(&f));
+    invoke_ = [](void* job, int64_t b, int64_t e) { (*static_cast<F*>(job))(b, e); };
+    n_ = n;
+    per_ = per;
+    error_ = nullptr;
+    finished_.store(0, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      job_ = const_cast<void*>(static_cast<const void*>(&f));
-      invoke_ = [](void* job, int64_t b, int64_t e) { (*static_cast<F*>(job))(b, e); };
-      n_ = n;
-      per_ = per;
-      chunks_ = (n + per - 1) / per;
-      next_.store(0);
-      error_ = nullptr;
-      active_.store(static_cast<int>(workers_.size()));
-      generation_.fetch_add(1, std::memory_order_release);  // publishes the job to polling workers
+      std::lock_guard<std::mutex> lock(mu_);  // a worker checks claim_ under the lock before it sleeps
+      region_ = (region_ + 1) & kRegionMask;
+      claim_.store(pack(region_, chunks, 0), std::memory_order_release);  // publishes the fields above
     }
     wake_.notify_all();
     work();
-    for (int spin = 0; spin < kSpin && active_.load(std::memory_order_acquire) != 0; ++spin) pause();
-    if (active_.load(std::memory_order_acquire) != 0) {
+    for (int spin = 0; spin < kSpin && finished_.load(std::memory_order_acquire) != chunks; ++spin) pause();
+    if (finished_.load(std::memory_order_acquire) != chunks) {
       std::unique_lock<std::mutex> lock(mu_);
-      done_.wait(lock, [&] { return active_.load(std::memory_order_acquire) == 0; });
+      done_.wait(lock, [&] { return finished_.load(std::memory_order_acquire) == chunks; });
     }
-    job_ = nullptr;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return true;
   }
 
  private:
+  // claim_: bits 0-15 the next chunk, 16-31 the region's chunk count, 32-63 the region's number.
+  static constexpr int64_t kMaxChunks = 0xffff;
+  static constexpr uint64_t kRegionMask = 0xffffffffu;
+  static constexpr uint64_t pack(uint64_t region, int64_t chunks, int64_t next) {
+    return region << 32 | static_cast<uint64_t>(chunks) << 16 | static_cast<uint64_t>(next);
+  }
+  static constexpr uint64_t region_of(uint64_t c) { return c >> 32; }
+  static constexpr bool claimable(uint64_t c) { return (c & 0xffff) < ((c >> 16) & 0xffff); }
+
   void start(int count) {
     owner_pid_ = getpid();
-    const uint64_t now = generation_.load();  // a new worker waits for the next region
     for (int i = 0; i < count; ++i) {
       try {
-        workers_.emplace_back([this, now] { loop(now); });
+        workers_.emplace_back([this] { loop(); });
       } catch (...) {  // fewer workers: the caller takes their chunks
         break;
       }
@@ -115,37 +130,50 @@ class WorkerPool {
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
 #endif
   }
 
-  void loop(uint64_t seen) {
+  void loop() {
+    uint64_t seen = region_of(claim_.load(std::memory_order_acquire));
+    const auto ready = [&] {
+      const uint64_t c = claim_.load(std::memory_order_acquire);
+      return region_of(c) != seen || claimable(c);
+    };
     for (;;) {
-      for (int spin = 0; spin < kSpin && generation_.load(std::memory_order_acquire) == seen; ++spin) pause();
-      if (generation_.load(std::memory_order_acquire) == seen) {
+      for (int spin = 0; spin < kSpin && !ready(); ++spin) pause();
+      if (!ready()) {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+        wake_.wait(lock, [&] { return stop_ || ready(); });
         if (stop_) return;
       }
-      seen = generation_.load(std::memory_order_acquire);
+      seen = region_of(claim_.load(std::memory_order_acquire));
       work();
-      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);  // the caller checks active_ under the lock before it sleeps
-        done_.notify_one();
-      }
     }
   }
 
+  // Claims and runs chunks of the current region until none is left (Note [chunks, not workers]).
   void work() noexcept {
+    uint64_t c = claim_.load(std::memory_order_acquire);
     for (;;) {
-      const int64_t i = next_.fetch_add(1);
-      if (i >= chunks_) return;
-      const int64_t b = i * per_;
+      if (!claimable(c)) return;
+      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      const int64_t chunks = static_cast<int64_t>((c >> 16) & 0xffff);
+      const int64_t b = static_cast<int64_t>(c & 0xffff) * per_;
       try {
         invoke_(job_, b, std::min(n_, b + per_));
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu_);
         if (!error_) error_ = std::current_exception();
       }
+      // The last chunk's end lets the caller return and publish the next region: read nothing of this one after it.
+      if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller checks finished_ under the lock before it sleeps
+        done_.notify_one();
+        return;
+      }
+      c = claim_.load(std::memory_order_acquire);
     }
   }
 
@@ -156,12 +184,12 @@ class WorkerPool {
   std::atomic<bool> busy_{false};
   static constexpr int kSpin = 20000;  // about 50-100 us of pause instructions
   bool stop_ = false;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> active_{0};
+  uint64_t region_ = 0;  // written by the caller only
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> finished_{0};
   void* job_ = nullptr;
   void (*invoke_)(void*, int64_t, int64_t) = nullptr;
-  int64_t n_ = 0, per_ = 1, chunks_ = 0;
-  std::atomic<int64_t> next_{0};
+  int64_t n_ = 0, per_ = 1;
   std::exception_ptr error_;
 };
 
