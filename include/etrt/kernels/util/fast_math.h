@@ -51,12 +51,11 @@ inline constexpr int kLanes = 16;
 
 /// Dot product with lane-split partial sums (vectorizes without reassociation flags).
 [[gnu::always_inline]] inline float dot_lanes(const float* a, const float* b, int64_t n) {
-  constexpr int L = 16;
-  float acc[L] = {};
+  float acc[kLanes] = {};
   int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) acc[l] += a[i + l] * b[i + l];
-  for (int w = L / 2; w > 0; w /= 2)  // pairwise: vector adds instead of a chain of L scalar ones
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  for (int w = kLanes / 2; w > 0; w /= 2)  // pairwise: vector adds instead of a chain of L scalar ones
     for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
   float s = acc[0];
   for (; i < n; ++i) s += a[i] * b[i];

@@ -93,7 +93,7 @@ class WorkerPool {
     {
       std::lock_guard<std::mutex> lock(mu_);  // a worker checks claim_ under the lock before it sleeps
       region_ = (region_ + 1) & kRegionMask;
-      claim_.store(pack(region_, chunks, 0), std::memory_order_release);  // publishes the fields above
+      claim_.store(published(region_, chunks), std::memory_order_release);  // publishes the fields above
     }
     wake_.notify_all();
     work();
@@ -110,11 +110,13 @@ class WorkerPool {
   // claim_: bits 0-15 the next chunk, 16-31 the region's chunk count, 32-63 the region's number.
   static constexpr int64_t kMaxChunks = 0xffff;
   static constexpr uint64_t kRegionMask = 0xffffffffu;
-  static constexpr uint64_t pack(uint64_t region, int64_t chunks, int64_t next) {
-    return region << 32 | static_cast<uint64_t>(chunks) << 16 | static_cast<uint64_t>(next);
+  static constexpr uint64_t published(uint64_t region, int64_t chunks) {
+    return region << 32 | static_cast<uint64_t>(chunks) << 16;
   }
   static constexpr uint64_t region_of(uint64_t c) { return c >> 32; }
-  static constexpr bool claimable(uint64_t c) { return (c & 0xffff) < ((c >> 16) & 0xffff); }
+  static constexpr int64_t chunks_of(uint64_t c) { return static_cast<int64_t>((c >> 16) & 0xffff); }
+  static constexpr int64_t next_of(uint64_t c) { return static_cast<int64_t>(c & 0xffff); }
+  static constexpr bool claimable(uint64_t c) { return next_of(c) < chunks_of(c); }
 
   void start(int count) {
     owner_pid_ = getpid();
@@ -159,8 +161,8 @@ class WorkerPool {
     for (;;) {
       if (!claimable(c)) return;
       if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-      const int64_t chunks = static_cast<int64_t>((c >> 16) & 0xffff);
-      const int64_t b = static_cast<int64_t>(c & 0xffff) * per_;
+      const int64_t chunks = chunks_of(c);
+      const int64_t b = next_of(c) * per_;
       try {
         invoke_(job_, b, std::min(n_, b + per_));
       } catch (...) {
