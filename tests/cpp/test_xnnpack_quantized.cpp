@@ -206,3 +206,80 @@ TEST_CASE("XNNPACK quantized GEMV matches the dequantized product on every weigh
     }
   }
 }
+
+TEST_CASE("XNNPACK qd8 x 4-bit integer GEMM matches the dequantized product", "[xnnpack][quantized]") {
+  struct Layout {
+    const char* name;
+    Datatype d;
+    QuantKind kind;
+    uint32_t group;
+    int64_t rows, cols;
+  };
+  const Layout layouts[] = {
+      {"blockwise, group 32, two-block chunks only", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 128},
+      {"blockwise, group 32, a lone last block", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 37, 288},
+      {"blockwise, group 64", Datatype::QBInt4, QuantKind::PerChannelGroup, 64, 24, 192},
+      {"blockwise, group 96 (blocks of one group in two chunks)", Datatype::QBInt4, QuantKind::PerChannelGroup, 96, 9, 192},
+      {"per channel, one lone block", Datatype::QCInt4, QuantKind::PerChannel, 0, 33, 32},
+      {"per channel, large enough to split across threads", Datatype::QCInt4, QuantKind::PerChannel, 0, 640, 544},
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  for (const Layout& l : layouts) {
+    const std::vector<int64_t> dims{l.rows, l.cols};
+    std::vector<uint8_t> data(static_cast<size_t>(l.rows * l.cols / 2));
+    for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+    Quant q;
+    q.kind = l.kind;
+    q.group_size = l.group;
+    q.scales.resize(static_cast<size_t>(l.kind == QuantKind::PerChannelGroup ? l.rows * (l.cols / l.group) : l.rows));
+    for (float& s : q.scales) s = 0.01f + 0.1f * std::abs(real(rng));
+    const int64_t group = quant::int4_scale_group(l.d, q, dims);
+    REQUIRE(group == (l.kind == QuantKind::PerChannel ? l.cols : l.group));
+    const std::vector<float> sums = quant::int4_row_sums(q, dims, data.data(), group);
+    std::vector<float> bias(static_cast<size_t>(l.rows));
+    for (float& b : bias) b = real(rng);
+    for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{33}}) {
+      std::vector<float> x(static_cast<size_t>(m * l.cols));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = real(rng) * (1.f + static_cast<float>(i % 7)) + (i % 3 ? 0.f : 0.4f);
+      std::vector<quant::DynamicParams> params(static_cast<size_t>(m));
+      quant::fake_quantize_dynamic(x.data(), static_cast<int64_t>(x.size()), l.cols, params.data());
+      if (m == 7) x[static_cast<size_t>(2 * l.cols + 5)] = std::nanf("");  // row 2 has a NaN: its outputs are NaN
+      const std::vector<double> want = gemv_reference(l.d, q, dims, data.data(), x, m, bias);
+      for (int level : {2, 1, 0}) {
+        kernels::isa::force_level = level;
+        std::vector<uint8_t> scratch(static_cast<size_t>(quant::qd8_rows_bytes(m, l.cols)));
+        const quant::Qd8Rows rows = quant::qd8_rows_in(scratch.data(), m, l.cols);
+        quant::pack_qd8_rows(x.data(), m, l.cols, params.data(), rows);
+        std::vector<float> out(static_cast<size_t>(m * l.rows), -99.f);
+        quant::qd8_int4_gemm(rows, m, dims, data.data(), q, group, sums.data(), bias.data(), out.data());
+        INFO(l.name << ", " << m << " rows, ISA level " << level);
+        double worst = 0;
+        for (size_t i = 0; i < out.size(); ++i) {
+          if (std::isnan(want[i])) {
+            CHECK(std::isnan(out[i]));
+            continue;
+          }
+          worst = std::max(worst, std::abs(out[i] - want[i]));
+        }
+        CHECK(worst < 2e-5 * static_cast<double>(l.cols));
+      }
+      kernels::isa::force_level = -1;
+    }
+  }
+}
+
+TEST_CASE("XNNPACK qd8 x 4-bit: layouts the integer kernel does not read take the float path", "[xnnpack][quantized]") {
+  Quant q;
+  q.kind = QuantKind::PerChannelGroup;
+  q.group_size = 16;  // half a block
+  CHECK(quant::int4_scale_group(Datatype::QBInt4, q, std::vector<int64_t>{8, 64}) == 0);
+  q.group_size = 32;
+  CHECK(quant::int4_scale_group(Datatype::QBInt4, q, std::vector<int64_t>{8, 48}) == 0);  // K not whole blocks
+  CHECK(quant::int4_scale_group(Datatype::QBInt4, q, std::vector<int64_t>{8, 64}) == 32);
+  q.kind = QuantKind::PerChannel;
+  q.channel_dim = 1;  // one scale per input column
+  CHECK(quant::int4_scale_group(Datatype::QCInt4, q, std::vector<int64_t>{8, 64}) == 0);
+  q.channel_dim = 0;
+  CHECK(quant::int4_scale_group(Datatype::QCInt8, q, std::vector<int64_t>{8, 64}) == 0);
+}

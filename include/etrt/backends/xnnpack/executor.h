@@ -65,6 +65,8 @@ class Executor {
         const int64_t k = g.values[n.inputs[1]].dims[1];
         const int64_t rows = std::max(detail::weight_block_rows(k), quant::kGemvMaxRows);  // quantized_linear's buffer
         scratch = std::max<uint64_t>(scratch, static_cast<uint64_t>(rows * k));
+        const int64_t m = g.values[n.inputs[0]].numel / std::max<int64_t>(k, 1);  // the integer path's packed rows
+        scratch = std::max<uint64_t>(scratch, (quant::qd8_rows_bytes(m, k) + sizeof(float) - 1) / sizeof(float));
       }
     }
     // Bound what a payload may ask for before allocating (a corrupt dim must not exhaust memory).
@@ -125,6 +127,13 @@ class Executor {
       ETRT_TRY(e->prepared_[i], e->kinds_[i]->prepare(g, g.nodes[i], e->ptr_, budget));
     }
     e->release_packed_only_copies(g);
+    e->row_params_.resize(g.values.size());
+    for (size_t id = 0; id < g.values.size(); ++id) {
+      const Value& v = g.values[id];
+      if (!v.present || v.quant.kind != QuantKind::DynamicPerToken) continue;
+      const int64_t row = dynamic_row(v.quant, ValueShape::of(v.dims));
+      if (row > 0) e->row_params_[id].resize(static_cast<size_t>(v.numel / row));
+    }
     for (const Value& v : g.values) e->planned_shapes_.push_back(ValueShape::of(v.dims));
     e->shapes_ = e->planned_shapes_;
     e->g_ = std::move(g);
@@ -210,7 +219,7 @@ class Executor {
     }
     KernelContext ctx;
     const kernels::PoolScope threads(kernels::thread_pool());  // the calling thread's workers, shared by its graphs
-    const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_};
+    const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_, row_params_};
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       Status s = kinds_[i]->run(r, n);
@@ -299,15 +308,25 @@ class Executor {
         quant::fake_quantize(x, shape.numel(), v.quant.scale, v.quant.zero_point, qrange(v.datatype));
         break;
       case QuantKind::DynamicPerToken: {
-        int64_t row = 1;  // the trailing num_nonbatch_dims share one set of parameters
-        for (uint32_t k = shape.rank - static_cast<uint32_t>(v.quant.num_nonbatch_dims); k < shape.rank; ++k)
-          row *= shape.d[k];
-        quant::fake_quantize_dynamic(x, shape.numel(), row);
+        const int64_t row = dynamic_row(v.quant, shape);
+        std::vector<quant::DynamicParams>& params = row_params_[n.output];
+        // Planned at load for the largest shape; a row length other than the planned one records nothing.
+        const bool fits = row > 0 && static_cast<size_t>(shape.numel() / row) <= params.size();
+        quant::fake_quantize_dynamic(x, shape.numel(), row, fits ? params.data() : nullptr);
         break;
       }
       default:
         break;  // per-channel values are constants (parse_value)
     }
+  }
+
+  /// Elements per row of a dynamically quantized value of this shape: the trailing num_nonbatch_dims share one set of
+  /// parameters.
+  static int64_t dynamic_row(const Quant& q, const ValueShape& shape) {
+    int64_t row = 1;
+    const uint32_t trailing = std::min<uint32_t>(static_cast<uint32_t>(std::max(q.num_nonbatch_dims, 0)), shape.rank);
+    for (uint32_t k = shape.rank - trailing; k < shape.rank; ++k) row *= shape.d[k];
+    return row;
   }
 
   Graph g_;
@@ -320,6 +339,7 @@ class Executor {
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks
   std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
+  std::vector<std::vector<quant::DynamicParams>> row_params_;  // by value id: NodeRun::row_params
   // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.
   struct StagedOutput {
     uint32_t id;

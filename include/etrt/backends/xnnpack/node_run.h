@@ -73,6 +73,8 @@ struct NodeRun {
   float* scratch;
   const std::vector<bool>& blocked_weights;  // quantized filters read a block of rows at a time (executor.h)
   std::span<const PreparedNode> prepared;    // by node position (packed_filters.h)
+  // By value id: the per-row parameters of each dynamically quantized value this call (empty for the others).
+  std::span<const std::vector<quant::DynamicParams>> row_params;
 
   Result<Tensor> flat(uint32_t id) const { return Tensor::make(ScalarType::Float, shapes[id].sizes(), {}, ptr[id]); }
 
@@ -203,6 +205,14 @@ inline Status quantized_linear(const NodeRun& r, const Node& n) {
   const float* x = r.ptr[n.inputs[0]];
   float* out = r.ptr[n.output];
   const float* bias = n.inputs[2] != kNoValue ? r.ptr[n.inputs[2]] : nullptr;
+  const PreparedNode& p = r.prepared[n.index];
+  const std::vector<quant::DynamicParams>& params = r.row_params[n.inputs[0]];
+  if (p.int4_group > 0 && static_cast<size_t>(m) <= params.size()) {  // scratch: qd8_rows_bytes(m, k), executor.h
+    const quant::Qd8Rows rows = quant::qd8_rows_in(r.scratch, m, k);
+    quant::pack_qd8_rows(x, m, k, params.data(), rows);
+    quant::qd8_int4_gemm(rows, m, w.dims, w.constant.data(), w.quant, p.int4_group, p.int4_row_sums.data(), bias, out);
+    return {};
+  }
   const int64_t block = detail::weight_block_rows(k);
   float* wbuf = r.scratch;  // block x k floats: sized at load (executor.h)
   if (m <= quant::kGemvMaxRows && k <= quant::kGemvMaxCols) {  // wbuf holds kGemvMaxRows x k floats too

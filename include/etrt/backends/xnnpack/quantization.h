@@ -46,8 +46,9 @@ inline DynamicParams dynamic_params(float lo, float hi) {
   return {inv, static_cast<int32_t>(std::nearbyint(zp))};
 }
 
-/// Dynamic per-token quantization of `x` (rows of `row` elements), in place.
-inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row) {
+/// Dynamic per-token quantization of `x` (rows of `row` elements), in place; each row's parameters go to
+/// `params[row]` when `params` is given (the integer kernels read them: qd8_int4_gemm.h).
+inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParams* params = nullptr) {
   if (row <= 0) return;
   for (int64_t at = 0; at + row <= n; at += row) {
     float lo = x[at], hi = x[at];
@@ -56,6 +57,7 @@ inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row) {
       hi = std::max(hi, x[i]);
     }
     const DynamicParams p = dynamic_params(lo, hi);
+    if (params) params[at / row] = p;
     const float scale = 1.f / p.inv_scale;
     const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
     for (int64_t i = at; i < at + row; ++i) {

@@ -1,0 +1,241 @@
+// A fully-connected node whose activation is dynamically quantized int8 (qdint8, one scale and zero point per row)
+// and whose weight is 4-bit (blockwise or per output channel), computed in integers as XNNPACK's qd8-f32-qb4w
+// kernels do: each block of 32 columns is one exact int32 dot product, scaled by its block's scale in float. The
+// weight is read as its packed nibbles, never widened to floats (Note [qd8 x int4 layout]).
+//
+// Note [qd8 x int4 layout]: a weight row's bytes hold two columns each, the even one in the low nibble, each
+// stored as value + 8. One 16-byte load is one 32-column block; its low nibbles are the block's 16 even columns and
+// its high nibbles the 16 odd ones. The activation rows are packed once per call in the same order, so a row
+// meets the weight's nibbles without any shuffle: per 64 columns (two blocks), [even columns of block 0, even
+// columns of block 1, odd of block 0, odd of block 1]; a last lone block as [its even columns, its odd ones].
+// Activations are stored unsigned (q + 128, with the zero point raised by 128 to match) so that the products fit
+// the one unsigned x signed byte multiply-add x86 has (vpmaddubsw): |255 x 8| x 2 pairs x 2 nibbles < 2^15, no
+// saturation. The zero point's share, zero_point x sum of the weights, is subtracted per row from per-row weight
+// sums computed at load.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "etrt/backends/xnnpack/quant_params.h"
+#include "etrt/backends/xnnpack/quantization.h"
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/parallel.h"
+
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
+namespace etrt::xnnpack::quant {
+
+/// Columns per block of the integer dot products (the nibbles of one 16-byte load).
+inline constexpr int64_t kInt4Block = 32;
+
+/// The scale group of a 4-bit [N, K] weight the integer path reads (columns per scale), or 0 when its layout does
+/// not fit it: blocks of whole 32-column blocks, or one scale per output row.
+inline int64_t int4_scale_group(Datatype d, const Quant& q, std::span<const int64_t> dims) {
+  if (dims.size() != 2 || dims[1] <= 0 || dims[1] % kInt4Block != 0) return 0;
+  const int64_t k = dims[1];
+  if (d == Datatype::QBInt4 && q.kind == QuantKind::PerChannelGroup && q.group_size > 0 &&
+      q.group_size % kInt4Block == 0 && k % q.group_size == 0)
+    return q.group_size;
+  if (d == Datatype::QCInt4 && q.kind == QuantKind::PerChannel && q.channel_dim == 0) return k;
+  return 0;
+}
+
+/// sum over columns of value x its scale, for every row of a 4-bit weight whose int4_scale_group is `group`: the
+/// zero point's share of each output is zero_point x this.
+inline std::vector<float> int4_row_sums(const Quant& q, std::span<const int64_t> dims, const uint8_t* data,
+                                        int64_t group) {
+  const int64_t rows = dims[0], k = dims[1], groups = k / group;
+  std::vector<float> sums(static_cast<size_t>(rows));
+  for (int64_t n = 0; n < rows; ++n) {
+    const uint8_t* row = data + n * (k / 2);
+    float s = 0.f;
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t v = 0;
+      for (int64_t c = g * group / 2; c < (g + 1) * group / 2; ++c)
+        v += static_cast<int32_t>(row[c] & 0xF) + static_cast<int32_t>(row[c] >> 4) - 16;
+      s += static_cast<float>(v) * q.scales[static_cast<size_t>(n * groups + g)];
+    }
+    sums[static_cast<size_t>(n)] = s;
+  }
+  return sums;
+}
+
+/// Activation rows quantized for the kernel: `bytes` m x k (Note [qd8 x int4 layout]), and per row its scale, its
+/// zero point + 128, and whether the row held a NaN (its outputs are NaN, as the float product's are).
+struct Qd8Rows {
+  uint8_t* bytes;
+  float* scale;
+  int32_t* zero;
+  uint8_t* nan;
+};
+
+/// Bytes of scratch pack_qd8_rows needs for m rows of k columns (16-byte aligned pieces).
+inline uint64_t qd8_rows_bytes(int64_t m, int64_t k) {
+  const auto up16 = [](uint64_t b) { return (b + 15) / 16 * 16; };
+  const uint64_t rows = static_cast<uint64_t>(m);
+  return up16(rows * static_cast<uint64_t>(k)) + up16(rows * 4) * 2 + up16(rows);
+}
+inline Qd8Rows qd8_rows_in(void* scratch, int64_t m, int64_t k) {
+  const auto up16 = [](uint64_t b) { return (b + 15) / 16 * 16; };
+  auto* p = static_cast<uint8_t*>(scratch);
+  Qd8Rows r;
+  r.bytes = p;
+  p += up16(static_cast<uint64_t>(m * k));
+  r.scale = reinterpret_cast<float*>(p);
+  p += up16(static_cast<uint64_t>(m) * 4);
+  r.zero = reinterpret_cast<int32_t*>(p);
+  p += up16(static_cast<uint64_t>(m) * 4);
+  r.nan = p;
+  return r;
+}
+
+/// The position of column c (k % 32 == 0) in a packed activation row.
+inline int64_t qd8_position(int64_t c, int64_t k) {
+  const int64_t chunk = c / 64 * 64, in = c - chunk;
+  if (chunk + 64 > k) return chunk + (in % 2) * 16 + in / 2;  // the last lone block
+  return chunk + (in % 2) * 32 + (in / 32) * 16 + (in % 32) / 2;
+}
+
+/// Packs m rows of `x` (each already on the grid `params[i]` set when the activation was quantized: Note [xnnpack
+/// quantized values]) as their integers q + 128.
+inline void pack_qd8_rows(const float* x, int64_t m, int64_t k, const DynamicParams* params, Qd8Rows out) {
+  for (int64_t i = 0; i < m; ++i) {
+    const DynamicParams p = params[i];
+    const float* row = x + i * k;
+    uint8_t* dst = out.bytes + i * k;
+    const float lo = static_cast<float>(-128 - p.zero_point), hi = static_cast<float>(127 - p.zero_point);
+    bool nan = false;
+    for (int64_t c = 0; c < k; ++c) {
+      const float v = row[c];
+      nan = nan || v != v;
+      const float q = std::min(std::max(std::nearbyint(v * p.inv_scale), lo), hi);
+      dst[qd8_position(c, k)] = static_cast<uint8_t>(static_cast<int32_t>(q == q ? q : lo) + p.zero_point + 128);
+    }
+    out.scale[i] = 1.f / p.inv_scale;
+    out.zero[i] = p.zero_point + 128;
+    out.nan[i] = nan;
+  }
+}
+
+namespace detail {
+
+/// The result of one weight row and one activation row from its blocks' float sum.
+inline float qd8_finish(const Qd8Rows& a, int64_t i, float dot, float row_sum, float bias) {
+  if (a.nan[i]) return std::numeric_limits<float>::quiet_NaN();
+  return a.scale[i] * (dot - static_cast<float>(a.zero[i]) * row_sum) + bias;
+}
+
+/// The int32 dot product of 16 weight bytes (one block) with the block's packed activations: `even` and `odd` the
+/// activations of its even and odd columns.
+inline int32_t qd8_block_dot(const uint8_t* wb, const uint8_t* even, const uint8_t* odd) {
+  int32_t s = 0;
+  for (int j = 0; j < 16; ++j)
+    s += static_cast<int32_t>(even[j]) * ((wb[j] & 0xF) - 8) + static_cast<int32_t>(odd[j]) * ((wb[j] >> 4) - 8);
+  return s;
+}
+
+/// Weight rows [n0, n1) against every activation row, portable C++ (the layout of Note [qd8 x int4 layout]).
+inline void qd8_int4_rows_portable(const Qd8Rows& a, int64_t m, int64_t k, const uint8_t* w, const float* scales,
+                                   int64_t group, const float* row_sums, const float* bias, float* out, int64_t ldo,
+                                   int64_t n0, int64_t n1) {
+  const int64_t groups = k / group, pairs_end = k / 64 * 64;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* wr = w + n * (k / 2);
+    const float* sc = scales + n * groups;
+    for (int64_t i = 0; i < m; ++i) {
+      const uint8_t* ar = a.bytes + i * k;
+      float dot = 0.f;
+      for (int64_t c = 0; c < pairs_end; c += 64) {
+        dot += static_cast<float>(qd8_block_dot(wr + c / 2, ar + c, ar + c + 32)) * sc[c / group];
+        dot += static_cast<float>(qd8_block_dot(wr + c / 2 + 16, ar + c + 16, ar + c + 48)) * sc[(c + 32) / group];
+      }
+      if (pairs_end < k)
+        dot += static_cast<float>(qd8_block_dot(wr + pairs_end / 2, ar + pairs_end, ar + pairs_end + 16)) *
+               sc[pairs_end / group];
+      out[i * ldo + n] = qd8_finish(a, i, dot, row_sums[n], bias ? bias[n] : 0.f);
+    }
+  }
+}
+
+#ifdef ETRT_ISA_X86
+[[ETRT_TARGET_AVX2]] inline float hsum_avx2(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/// Weight rows [n0, n1) against every activation row, up to four activation rows per pass over a weight row.
+[[ETRT_TARGET_AVX2]] inline void qd8_int4_rows_avx2(const Qd8Rows& a, int64_t m, int64_t k, const uint8_t* w,
+                                                     const float* scales, int64_t group, const float* row_sums,
+                                                     const float* bias, float* out, int64_t ldo, int64_t n0,
+                                                     int64_t n1) {
+  const int64_t groups = k / group, pairs_end = k / 64 * 64;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* wr = w + n * (k / 2);
+    const float* sc = scales + n * groups;
+    for (int64_t i0 = 0; i0 < m; i0 += 4) {
+      const int rows = static_cast<int>(std::min<int64_t>(4, m - i0));
+      __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+      for (int64_t c = 0; c < pairs_end; c += 64) {  // two blocks: 32 weight bytes
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + c / 2));
+        const __m256i even = _mm256_sub_epi8(_mm256_and_si256(v, low4), eight);
+        const __m256i odd = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), eight);
+        const __m256 s = _mm256_set_m128(_mm_set1_ps(sc[(c + 32) / group]), _mm_set1_ps(sc[c / group]));
+        for (int r = 0; r < rows; ++r) {
+          const uint8_t* ar = a.bytes + (i0 + r) * k + c;
+          const __m256i pe = _mm256_maddubs_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ar)), even);
+          const __m256i po = _mm256_maddubs_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ar + 32)), odd);
+          const __m256i d = _mm256_madd_epi16(_mm256_add_epi16(pe, po), ones);
+          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[r]);
+        }
+      }
+      if (pairs_end < k) {  // the last lone block: 16 weight bytes
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wr + pairs_end / 2));
+        const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+        const __m256i wv = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
+        const __m256 s = _mm256_set1_ps(sc[pairs_end / group]);
+        for (int r = 0; r < rows; ++r) {
+          const uint8_t* ar = a.bytes + (i0 + r) * k + pairs_end;
+          const __m256i p = _mm256_maddubs_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ar)), wv);
+          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)), s, acc[r]);
+        }
+      }
+      for (int r = 0; r < rows; ++r)
+        out[(i0 + r) * ldo + n] = qd8_finish(a, i0 + r, hsum_avx2(acc[r]), row_sums[n], bias ? bias[n] : 0.f);
+    }
+  }
+}
+#endif
+
+}  // namespace detail
+
+/// out[i, n] = sum_k a[i, k] * W(n, k) + bias[n]: `a` the m packed activation rows (pack_qd8_rows), W the [N, K]
+/// 4-bit weight whose int4_scale_group is `group`, `row_sums` its int4_row_sums; `out` rows are `N` apart. Output
+/// rows split across the worker pool when the product is large.
+inline void qd8_int4_gemm(const Qd8Rows& a, int64_t m, std::span<const int64_t> dims, const uint8_t* w,
+                          const Quant& q, int64_t group, const float* row_sums, const float* bias, float* out) {
+  const int64_t rows = dims[0], k = dims[1];
+  auto run = [&](int64_t n0, int64_t n1) {
+#ifdef ETRT_ISA_X86
+    if (kernels::isa::level() >= kernels::isa::kAvx2) {
+      detail::qd8_int4_rows_avx2(a, m, k, w, q.scales.data(), group, row_sums, bias, out, rows, n0, n1);
+      return;
+    }
+#endif
+    detail::qd8_int4_rows_portable(a, m, k, w, q.scales.data(), group, row_sums, bias, out, rows, n0, n1);
+  };
+  // Integer products run about four times faster than the float GEMV's, hence the larger threshold.
+  if (m * rows * k < 4 * kernels::min_parallel_work() || rows < 32) run(0, rows);
+  else kernels::parallel_for(rows, 16, run);
+}
+
+}  // namespace etrt::xnnpack::quant
