@@ -207,7 +207,8 @@ TEST_CASE("XNNPACK quantized GEMV matches the dequantized product on every weigh
   }
 }
 
-TEST_CASE("XNNPACK qd8 x 4-bit integer GEMM matches the dequantized product", "[xnnpack][quantized]") {
+TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequantized product",
+          "[xnnpack][quantized]") {
   struct Layout {
     const char* name;
     Datatype d;
@@ -216,27 +217,32 @@ TEST_CASE("XNNPACK qd8 x 4-bit integer GEMM matches the dequantized product", "[
     int64_t rows, cols;
   };
   const Layout layouts[] = {
-      {"blockwise, group 32, two-block chunks only", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 128},
-      {"blockwise, group 32, a lone last block", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 37, 288},
-      {"blockwise, group 64", Datatype::QBInt4, QuantKind::PerChannelGroup, 64, 24, 192},
-      {"blockwise, group 96 (blocks of one group in two chunks)", Datatype::QBInt4, QuantKind::PerChannelGroup, 96, 9, 192},
-      {"per channel, one lone block", Datatype::QCInt4, QuantKind::PerChannel, 0, 33, 32},
-      {"per channel, large enough to split across threads", Datatype::QCInt4, QuantKind::PerChannel, 0, 640, 544},
+      {"4-bit blockwise, group 32, two-block chunks only", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 128},
+      {"4-bit blockwise, group 32, a lone last block", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 37, 288},
+      {"4-bit blockwise, group 64", Datatype::QBInt4, QuantKind::PerChannelGroup, 64, 24, 192},
+      {"4-bit blockwise, group 96 (one group over two chunks)", Datatype::QBInt4, QuantKind::PerChannelGroup, 96, 9, 192},
+      {"4-bit per channel, one lone block", Datatype::QCInt4, QuantKind::PerChannel, 0, 33, 32},
+      {"4-bit per channel, large enough to split across threads", Datatype::QCInt4, QuantKind::PerChannel, 0, 640, 544},
+      {"8-bit per channel, whole vectors", Datatype::QCInt8, QuantKind::PerChannel, 0, 20, 64},
+      {"8-bit per channel, a scalar tail", Datatype::QCInt8, QuantKind::PerChannel, 0, 19, 53},
+      {"8-bit per channel, large enough to split across threads", Datatype::QCInt8, QuantKind::PerChannel, 0, 640, 520},
   };
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> real(-1.f, 1.f);
   for (const Layout& l : layouts) {
+    const bool four_bit = l.d != Datatype::QCInt8;
     const std::vector<int64_t> dims{l.rows, l.cols};
-    std::vector<uint8_t> data(static_cast<size_t>(l.rows * l.cols / 2));
+    std::vector<uint8_t> data(static_cast<size_t>(four_bit ? l.rows * l.cols / 2 : l.rows * l.cols));
     for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+    if (!four_bit) data[3] = 0x80;  // -128 is a stored value too
     Quant q;
     q.kind = l.kind;
     q.group_size = l.group;
     q.scales.resize(static_cast<size_t>(l.kind == QuantKind::PerChannelGroup ? l.rows * (l.cols / l.group) : l.rows));
     for (float& s : q.scales) s = 0.01f + 0.1f * std::abs(real(rng));
-    const int64_t group = quant::int4_scale_group(l.d, q, dims);
-    REQUIRE(group == (l.kind == QuantKind::PerChannel ? l.cols : l.group));
-    const std::vector<float> sums = quant::int4_row_sums(q, dims, data.data(), group);
+    const quant::Qd8Plan plan = quant::qd8_plan(l.d, q, dims, data.data());
+    REQUIRE(plan.weight == (four_bit ? quant::Qd8Weight::Int4 : quant::Qd8Weight::Int8));
+    REQUIRE(plan.group == (l.kind == QuantKind::PerChannel ? l.cols : l.group));
     std::vector<float> bias(static_cast<size_t>(l.rows));
     for (float& b : bias) b = real(rng);
     for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{33}}) {
@@ -250,9 +256,9 @@ TEST_CASE("XNNPACK qd8 x 4-bit integer GEMM matches the dequantized product", "[
         kernels::isa::force_level = level;
         std::vector<uint8_t> scratch(static_cast<size_t>(quant::qd8_rows_bytes(m, l.cols)));
         const quant::Qd8Rows rows = quant::qd8_rows_in(scratch.data(), m, l.cols);
-        quant::pack_qd8_rows(x.data(), m, l.cols, params.data(), rows);
+        quant::pack_qd8_rows(plan.weight, x.data(), m, l.cols, params.data(), rows);
         std::vector<float> out(static_cast<size_t>(m * l.rows), -99.f);
-        quant::qd8_int4_gemm(rows, m, dims, data.data(), q, group, sums.data(), bias.data(), out.data());
+        quant::qd8_gemm(plan, rows, m, dims, data.data(), q, bias.data(), out.data());
         INFO(l.name << ", " << m << " rows, ISA level " << level);
         double worst = 0;
         for (size_t i = 0; i < out.size(); ++i) {
@@ -269,17 +275,24 @@ TEST_CASE("XNNPACK qd8 x 4-bit integer GEMM matches the dequantized product", "[
   }
 }
 
-TEST_CASE("XNNPACK qd8 x 4-bit: layouts the integer kernel does not read take the float path", "[xnnpack][quantized]") {
+TEST_CASE("XNNPACK qd8: weight layouts the integer kernels do not read take the float path", "[xnnpack][quantized]") {
+  const std::vector<uint8_t> data(8 * 64, 0x88);
+  const auto plan = [&](Datatype d, const Quant& q, std::vector<int64_t> dims) {
+    return quant::qd8_plan(d, q, dims, data.data()).weight;
+  };
   Quant q;
   q.kind = QuantKind::PerChannelGroup;
   q.group_size = 16;  // half a block
-  CHECK(quant::int4_scale_group(Datatype::QBInt4, q, std::vector<int64_t>{8, 64}) == 0);
+  q.scales.assign(64, 1.f);
+  CHECK(plan(Datatype::QBInt4, q, {8, 64}) == quant::Qd8Weight::None);
   q.group_size = 32;
-  CHECK(quant::int4_scale_group(Datatype::QBInt4, q, std::vector<int64_t>{8, 48}) == 0);  // K not whole blocks
-  CHECK(quant::int4_scale_group(Datatype::QBInt4, q, std::vector<int64_t>{8, 64}) == 32);
+  CHECK(plan(Datatype::QBInt4, q, {8, 48}) == quant::Qd8Weight::None);  // K not whole blocks
+  CHECK(plan(Datatype::QBInt4, q, {8, 64}) == quant::Qd8Weight::Int4);
   q.kind = QuantKind::PerChannel;
   q.channel_dim = 1;  // one scale per input column
-  CHECK(quant::int4_scale_group(Datatype::QCInt4, q, std::vector<int64_t>{8, 64}) == 0);
+  CHECK(plan(Datatype::QCInt4, q, {8, 64}) == quant::Qd8Weight::None);
+  CHECK(plan(Datatype::QCInt8, q, {8, 64}) == quant::Qd8Weight::None);
   q.channel_dim = 0;
-  CHECK(quant::int4_scale_group(Datatype::QCInt8, q, std::vector<int64_t>{8, 64}) == 0);
+  CHECK(plan(Datatype::QCInt8, q, {8, 64}) == quant::Qd8Weight::Int8);
+  CHECK(plan(Datatype::QCInt8, q, {1, quant::kInt8MaxCols + 1}) == quant::Qd8Weight::None);  // could overflow int32
 }

@@ -207,10 +207,10 @@ inline Status quantized_linear(const NodeRun& r, const Node& n) {
   const float* bias = n.inputs[2] != kNoValue ? r.ptr[n.inputs[2]] : nullptr;
   const PreparedNode& p = r.prepared[n.index];
   const std::vector<quant::DynamicParams>& params = r.row_params[n.inputs[0]];
-  if (p.int4_group > 0 && static_cast<size_t>(m) <= params.size()) {  // scratch: qd8_rows_bytes(m, k), executor.h
-    const quant::Qd8Rows rows = quant::qd8_rows_in(r.scratch, m, k);
-    quant::pack_qd8_rows(x, m, k, params.data(), rows);
-    quant::qd8_int4_gemm(rows, m, w.dims, w.constant.data(), w.quant, p.int4_group, p.int4_row_sums.data(), bias, out);
+  if (p.qd8.weight != quant::Qd8Weight::None && static_cast<size_t>(m) <= params.size()) {
+    const quant::Qd8Rows rows = quant::qd8_rows_in(r.scratch, m, k);  // qd8_rows_bytes(m, k): sized at load
+    quant::pack_qd8_rows(p.qd8.weight, x, m, k, params.data(), rows);
+    quant::qd8_gemm(p.qd8, rows, m, w.dims, w.constant.data(), w.quant, bias, out);
     return {};
   }
   const int64_t block = detail::weight_block_rows(k);

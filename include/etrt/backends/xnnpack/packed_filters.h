@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/graph.h"
-#include "etrt/backends/xnnpack/qd8_int4_gemm.h"
+#include "etrt/backends/xnnpack/qd8_gemm.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/nhwc_conv.h"
@@ -28,10 +28,9 @@ namespace etrt::xnnpack {
 struct PreparedNode {
   bool packed_path = false;                      // the node runs on the packed kernels and applies its own clamp
   std::vector<kernels::gemm::PackedB> packed;    // the filter, one matrix per group (none for depthwise)
-  // A fully-connected node of a dynamically quantized activation and a 4-bit weight kept quantized: the weight's
-  // scale group and row sums for the integer kernel (qd8_int4_gemm.h); group 0 when the node takes the float path.
-  int64_t int4_group = 0;
-  std::vector<float> int4_row_sums;
+  // A fully-connected node of a dynamically quantized activation and a weight kept quantized: what the integer
+  // kernels need (qd8_gemm.h); weight None when the node takes the float path.
+  quant::Qd8Plan qd8;
 };
 
 /// A node kind's preparation; `budget` is the bytes the graph may still allocate, lowered by what it takes.
@@ -87,7 +86,7 @@ inline Status take(uint64_t& budget, uint64_t floats, const Node& n) {
 namespace prepare {
 
 /// FullyConnected: the filter [N, K] (or [K, N] with kFlagTransposeWeights) packed as the K x N matrix B; or, for
-/// a qdint8 activation (one set of parameters per row) and a 4-bit filter that stays quantized (executor.h: no
+/// a qdint8 activation (one set of parameters per row) and a quantized filter that stays quantized (executor.h: no
 /// float copy), what the integer kernel needs.
 inline Result<PreparedNode> fully_connected(const Graph& g, const Node& n, std::span<float* const> ptr,
                                             uint64_t& budget) {
@@ -100,11 +99,8 @@ inline Result<PreparedNode> fully_connected(const Graph& g, const Node& n, std::
       !(xv.flags & (kValueExternalInput | kValueExternalOutput)) &&  // its parameters come from the node writing it
       xv.quant.num_nonbatch_dims == 1 && !xv.dims.empty() && wv.dims.size() == 2 && xv.dims.back() == wv.dims[1] &&
       packed::bias_fits(g, n, wv.dims[0])) {
-    p.int4_group = quant::int4_scale_group(wv.datatype, wv.quant, wv.dims);
-    if (p.int4_group > 0) {
-      ETRT_CHECK_OK(packed::take(budget, static_cast<uint64_t>(wv.dims[0]), n));
-      p.int4_row_sums = quant::int4_row_sums(wv.quant, wv.dims, wv.constant.data(), p.int4_group);
-    }
+    ETRT_CHECK_OK(packed::take(budget, static_cast<uint64_t>(wv.dims[0]), n));  // at most the row sums
+    p.qd8 = quant::qd8_plan(wv.datatype, wv.quant, wv.dims, wv.constant.data());
     return p;
   }
   if (!packed::float_constant(g, ptr, w) || g.values[w].dims.size() != 2) return p;

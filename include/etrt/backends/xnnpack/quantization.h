@@ -47,7 +47,7 @@ inline DynamicParams dynamic_params(float lo, float hi) {
 }
 
 /// Dynamic per-token quantization of `x` (rows of `row` elements), in place; each row's parameters go to
-/// `params[row]` when `params` is given (the integer kernels read them: qd8_int4_gemm.h).
+/// `params[row]` when `params` is given (the integer kernels read them: qd8_gemm.h).
 inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParams* params = nullptr) {
   if (row <= 0) return;
   for (int64_t at = 0; at + row <= n; at += row) {

@@ -1,7 +1,11 @@
-// A fully-connected node whose activation is dynamically quantized int8 (qdint8, one scale and zero point per row)
-// and whose weight is 4-bit (blockwise or per output channel), computed in integers as XNNPACK's qd8-f32-qb4w
-// kernels do: each block of 32 columns is one exact int32 dot product, scaled by its block's scale in float. The
-// weight is read as its packed nibbles, never widened to floats (Note [qd8 x int4 layout]).
+// Fully-connected nodes whose activation is dynamically quantized int8 (qdint8, one scale and zero point per row)
+// and whose weight stays quantized, computed in integers as XNNPACK's qd8-f32-qb4w / qd8-f32-qc8w kernels do: the
+// weight is read as its stored integers, never widened to floats.
+//
+// 4-bit weights (blockwise, or one scale per output row): each block of 32 columns is one exact int32 dot
+// product, scaled by its block's scale in float (Note [qd8 x int4 layout]).
+// 8-bit weights (one scale per output row): the row is one exact int32 dot product of 16-bit activations
+// q - zero_point and sign-extended weights (vpmaddwd), scaled once.
 //
 // Note [qd8 x int4 layout]: a weight row's bytes hold two columns each, the even one in the low nibble, each
 // stored as value + 8. One 16-byte load is one 32-column block; its low nibbles are the block's 16 even columns and
@@ -32,11 +36,23 @@
 
 namespace etrt::xnnpack::quant {
 
-/// Columns per block of the integer dot products (the nibbles of one 16-byte load).
+/// Columns per block of the 4-bit integer dot products (the nibbles of one 16-byte load).
 inline constexpr int64_t kInt4Block = 32;
+/// The widest 8-bit weight row whose int32 dot product cannot overflow: |255 x 128| x k < 2^31.
+inline constexpr int64_t kInt8MaxCols = 65536;
 
-/// The scale group of a 4-bit [N, K] weight the integer path reads (columns per scale), or 0 when its layout does
-/// not fit it: blocks of whole 32-column blocks, or one scale per output row.
+enum class Qd8Weight : uint8_t { None, Int4, Int8 };
+
+/// What the integer path knows of one weight at load: its kind, its scale group (columns per scale) and, for 4-bit
+/// weights, each row's sum of value x scale (the zero point's share of an output is zero_point x that sum).
+struct Qd8Plan {
+  Qd8Weight weight = Qd8Weight::None;
+  int64_t group = 0;
+  std::vector<float> row_sums;
+};
+
+/// The scale group of a 4-bit [N, K] weight the integer path reads, or 0 when its layout does not fit it: blocks of
+/// whole 32-column blocks, or one scale per output row.
 inline int64_t int4_scale_group(Datatype d, const Quant& q, std::span<const int64_t> dims) {
   if (dims.size() != 2 || dims[1] <= 0 || dims[1] % kInt4Block != 0) return 0;
   const int64_t k = dims[1];
@@ -47,47 +63,60 @@ inline int64_t int4_scale_group(Datatype d, const Quant& q, std::span<const int6
   return 0;
 }
 
-/// sum over columns of value x its scale, for every row of a 4-bit weight whose int4_scale_group is `group`: the
-/// zero point's share of each output is zero_point x this.
-inline std::vector<float> int4_row_sums(const Quant& q, std::span<const int64_t> dims, const uint8_t* data,
-                                        int64_t group) {
-  const int64_t rows = dims[0], k = dims[1], groups = k / group;
-  std::vector<float> sums(static_cast<size_t>(rows));
+/// The plan for a constant [N, K] weight (validated by parse_value); weight None when the integer path cannot
+/// read it.
+inline Qd8Plan qd8_plan(Datatype d, const Quant& q, std::span<const int64_t> dims, const uint8_t* data) {
+  Qd8Plan p;
+  if (dims.size() != 2 || dims[0] <= 0 || dims[1] <= 0) return p;
+  const int64_t rows = dims[0], k = dims[1];
+  if (d == Datatype::QCInt8 && q.kind == QuantKind::PerChannel && q.channel_dim == 0 && k <= kInt8MaxCols) {
+    p.weight = Qd8Weight::Int8;
+    p.group = k;
+    return p;
+  }
+  p.group = int4_scale_group(d, q, dims);
+  if (p.group == 0) return p;
+  p.weight = Qd8Weight::Int4;
+  const int64_t groups = k / p.group;
+  p.row_sums.resize(static_cast<size_t>(rows));
   for (int64_t n = 0; n < rows; ++n) {
     const uint8_t* row = data + n * (k / 2);
     float s = 0.f;
     for (int64_t g = 0; g < groups; ++g) {
       int32_t v = 0;
-      for (int64_t c = g * group / 2; c < (g + 1) * group / 2; ++c)
+      for (int64_t c = g * p.group / 2; c < (g + 1) * p.group / 2; ++c)
         v += static_cast<int32_t>(row[c] & 0xF) + static_cast<int32_t>(row[c] >> 4) - 16;
       s += static_cast<float>(v) * q.scales[static_cast<size_t>(n * groups + g)];
     }
-    sums[static_cast<size_t>(n)] = s;
+    p.row_sums[static_cast<size_t>(n)] = s;
   }
-  return sums;
+  return p;
 }
 
-/// Activation rows quantized for the kernel: `bytes` m x k (Note [qd8 x int4 layout]), and per row its scale, its
-/// zero point + 128, and whether the row held a NaN (its outputs are NaN, as the float product's are).
+/// Activation rows quantized for the kernels, m x k: for 4-bit weights `bytes` (q + 128, Note [qd8 x int4
+/// layout]), for 8-bit ones `wide` (q - zero_point, in column order); and per row its scale, its zero point + 128,
+/// and whether the row held a NaN (its outputs are NaN, as the float product's are).
 struct Qd8Rows {
-  uint8_t* bytes;
-  float* scale;
-  int32_t* zero;
-  uint8_t* nan;
+  uint8_t* bytes = nullptr;
+  int16_t* wide = nullptr;
+  float* scale = nullptr;
+  int32_t* zero = nullptr;
+  uint8_t* nan = nullptr;
 };
 
-/// Bytes of scratch pack_qd8_rows needs for m rows of k columns (16-byte aligned pieces).
+/// Bytes of scratch the packed rows take for m rows of k columns, either layout (16-byte aligned pieces).
 inline uint64_t qd8_rows_bytes(int64_t m, int64_t k) {
   const auto up16 = [](uint64_t b) { return (b + 15) / 16 * 16; };
   const uint64_t rows = static_cast<uint64_t>(m);
-  return up16(rows * static_cast<uint64_t>(k)) + up16(rows * 4) * 2 + up16(rows);
+  return up16(rows * static_cast<uint64_t>(k) * 2) + up16(rows * 4) * 2 + up16(rows);
 }
 inline Qd8Rows qd8_rows_in(void* scratch, int64_t m, int64_t k) {
   const auto up16 = [](uint64_t b) { return (b + 15) / 16 * 16; };
   auto* p = static_cast<uint8_t*>(scratch);
   Qd8Rows r;
   r.bytes = p;
-  p += up16(static_cast<uint64_t>(m * k));
+  r.wide = reinterpret_cast<int16_t*>(p);
+  p += up16(static_cast<uint64_t>(m * k) * 2);
   r.scale = reinterpret_cast<float*>(p);
   p += up16(static_cast<uint64_t>(m) * 4);
   r.zero = reinterpret_cast<int32_t*>(p);
@@ -96,7 +125,7 @@ inline Qd8Rows qd8_rows_in(void* scratch, int64_t m, int64_t k) {
   return r;
 }
 
-/// The position of column c (k % 32 == 0) in a packed activation row.
+/// The position of column c (k % 32 == 0) in a row packed for 4-bit weights.
 inline int64_t qd8_position(int64_t c, int64_t k) {
   const int64_t chunk = c / 64 * 64, in = c - chunk;
   if (chunk + 64 > k) return chunk + (in % 2) * 16 + in / 2;  // the last lone block
@@ -104,19 +133,21 @@ inline int64_t qd8_position(int64_t c, int64_t k) {
 }
 
 /// Packs m rows of `x` (each already on the grid `params[i]` set when the activation was quantized: Note [xnnpack
-/// quantized values]) as their integers q + 128.
-inline void pack_qd8_rows(const float* x, int64_t m, int64_t k, const DynamicParams* params, Qd8Rows out) {
+/// quantized values]) in the layout `weight` reads.
+inline void pack_qd8_rows(Qd8Weight weight, const float* x, int64_t m, int64_t k, const DynamicParams* params,
+                          Qd8Rows out) {
   for (int64_t i = 0; i < m; ++i) {
     const DynamicParams p = params[i];
     const float* row = x + i * k;
-    uint8_t* dst = out.bytes + i * k;
     const float lo = static_cast<float>(-128 - p.zero_point), hi = static_cast<float>(127 - p.zero_point);
     bool nan = false;
     for (int64_t c = 0; c < k; ++c) {
       const float v = row[c];
       nan = nan || v != v;
-      const float q = std::min(std::max(std::nearbyint(v * p.inv_scale), lo), hi);
-      dst[qd8_position(c, k)] = static_cast<uint8_t>(static_cast<int32_t>(q == q ? q : lo) + p.zero_point + 128);
+      float q = std::min(std::max(std::nearbyint(v * p.inv_scale), lo), hi);  // q - zero_point
+      q = q == q ? q : lo;
+      if (weight == Qd8Weight::Int8) out.wide[i * k + c] = static_cast<int16_t>(q);
+      else out.bytes[i * k + qd8_position(c, k)] = static_cast<uint8_t>(static_cast<int32_t>(q) + p.zero_point + 128);
     }
     out.scale[i] = 1.f / p.inv_scale;
     out.zero[i] = p.zero_point + 128;
@@ -130,6 +161,10 @@ namespace detail {
 inline float qd8_finish(const Qd8Rows& a, int64_t i, float dot, float row_sum, float bias) {
   if (a.nan[i]) return std::numeric_limits<float>::quiet_NaN();
   return a.scale[i] * (dot - static_cast<float>(a.zero[i]) * row_sum) + bias;
+}
+inline float qd8_finish_int8(const Qd8Rows& a, int64_t i, int32_t dot, float scale, float bias) {
+  if (a.nan[i]) return std::numeric_limits<float>::quiet_NaN();
+  return a.scale[i] * scale * static_cast<float>(dot) + bias;
 }
 
 /// The int32 dot product of 16 weight bytes (one block) with the block's packed activations: `even` and `odd` the
@@ -160,6 +195,20 @@ inline void qd8_int4_rows_portable(const Qd8Rows& a, int64_t m, int64_t k, const
         dot += static_cast<float>(qd8_block_dot(wr + pairs_end / 2, ar + pairs_end, ar + pairs_end + 16)) *
                sc[pairs_end / group];
       out[i * ldo + n] = qd8_finish(a, i, dot, row_sums[n], bias ? bias[n] : 0.f);
+    }
+  }
+}
+
+/// 8-bit weight rows [n0, n1) against every activation row, portable C++.
+inline void qd8_int8_rows_portable(const Qd8Rows& a, int64_t m, int64_t k, const int8_t* w, const float* scales,
+                                   const float* bias, float* out, int64_t ldo, int64_t n0, int64_t n1) {
+  for (int64_t n = n0; n < n1; ++n) {
+    const int8_t* wr = w + n * k;
+    for (int64_t i = 0; i < m; ++i) {
+      const int16_t* ar = a.wide + i * k;
+      int32_t s = 0;
+      for (int64_t c = 0; c < k; ++c) s += static_cast<int32_t>(ar[c]) * wr[c];
+      out[i * ldo + n] = qd8_finish_int8(a, i, s, scales[n], bias ? bias[n] : 0.f);
     }
   }
 }
@@ -214,27 +263,72 @@ inline void qd8_int4_rows_portable(const Qd8Rows& a, int64_t m, int64_t k, const
     }
   }
 }
+
+[[ETRT_TARGET_AVX2]] inline int32_t hsum_epi32_avx2(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+/// 8-bit weight rows [n0, n1) against every activation row, up to four activation rows per pass over a weight row:
+/// 16 sign-extended weights meet 16 activations in one vpmaddwd.
+[[ETRT_TARGET_AVX2]] inline void qd8_int8_rows_avx2(const Qd8Rows& a, int64_t m, int64_t k, const int8_t* w,
+                                                     const float* scales, const float* bias, float* out, int64_t ldo,
+                                                     int64_t n0, int64_t n1) {
+  const int64_t vec_end = k / 16 * 16;
+  for (int64_t n = n0; n < n1; ++n) {
+    const int8_t* wr = w + n * k;
+    for (int64_t i0 = 0; i0 < m; i0 += 4) {
+      const int rows = static_cast<int>(std::min<int64_t>(4, m - i0));
+      __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
+      for (int64_t c = 0; c < vec_end; c += 16) {
+        const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wr + c)));
+        for (int r = 0; r < rows; ++r) {
+          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.wide + (i0 + r) * k + c));
+          acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(av, wv));
+        }
+      }
+      for (int r = 0; r < rows; ++r) {
+        int32_t s = hsum_epi32_avx2(acc[r]);
+        for (int64_t c = vec_end; c < k; ++c) s += static_cast<int32_t>(a.wide[(i0 + r) * k + c]) * wr[c];
+        out[(i0 + r) * ldo + n] = qd8_finish_int8(a, i0 + r, s, scales[n], bias ? bias[n] : 0.f);
+      }
+    }
+  }
+}
 #endif
 
 }  // namespace detail
 
-/// out[i, n] = sum_k a[i, k] * W(n, k) + bias[n]: `a` the m packed activation rows (pack_qd8_rows), W the [N, K]
-/// 4-bit weight whose int4_scale_group is `group`, `row_sums` its int4_row_sums; `out` rows are `N` apart. Output
-/// rows split across the worker pool when the product is large.
-inline void qd8_int4_gemm(const Qd8Rows& a, int64_t m, std::span<const int64_t> dims, const uint8_t* w,
-                          const Quant& q, int64_t group, const float* row_sums, const float* bias, float* out) {
+/// out[i, n] = sum_k a[i, k] * W(n, k) + bias[n]: `a` the m activation rows packed for `plan`'s weight kind
+/// (pack_qd8_rows), W the [N, K] quantized weight `plan` was made for; `out` rows are `N` apart. Output rows split
+/// across the worker pool when the product is large.
+inline void qd8_gemm(const Qd8Plan& plan, const Qd8Rows& a, int64_t m, std::span<const int64_t> dims,
+                     const uint8_t* w, const Quant& q, const float* bias, float* out) {
   const int64_t rows = dims[0], k = dims[1];
+  const bool int4 = plan.weight == Qd8Weight::Int4;
+  const auto* w8 = reinterpret_cast<const int8_t*>(w);
   auto run = [&](int64_t n0, int64_t n1) {
 #ifdef ETRT_ISA_X86
     if (kernels::isa::level() >= kernels::isa::kAvx2) {
-      detail::qd8_int4_rows_avx2(a, m, k, w, q.scales.data(), group, row_sums, bias, out, rows, n0, n1);
+      if (int4)
+        detail::qd8_int4_rows_avx2(a, m, k, w, q.scales.data(), plan.group, plan.row_sums.data(), bias, out, rows,
+                                   n0, n1);
+      else
+        detail::qd8_int8_rows_avx2(a, m, k, w8, q.scales.data(), bias, out, rows, n0, n1);
       return;
     }
 #endif
-    detail::qd8_int4_rows_portable(a, m, k, w, q.scales.data(), group, row_sums, bias, out, rows, n0, n1);
+    if (int4)
+      detail::qd8_int4_rows_portable(a, m, k, w, q.scales.data(), plan.group, plan.row_sums.data(), bias, out, rows,
+                                     n0, n1);
+    else
+      detail::qd8_int8_rows_portable(a, m, k, w8, q.scales.data(), bias, out, rows, n0, n1);
   };
-  // Integer products run about four times faster than the float GEMV's, hence the larger threshold.
-  if (m * rows * k < 4 * kernels::min_parallel_work() || rows < 32) run(0, rows);
+  // Integer products run several times faster than the float GEMV's, hence the larger threshold.
+  if (m * rows * k < (int4 ? 4 : 2) * kernels::min_parallel_work() || rows < 32) run(0, rows);
   else kernels::parallel_for(rows, 16, run);
 }
 
