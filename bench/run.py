@@ -7,7 +7,8 @@
    linear 512x512x512, a ResNet 3x3 conv layer, softmax over rows, each against the same computation in NumPy.
 2. Zoo latency: every fixture in tests/fixtures/exported against the upstream runtime (executorch from PyPI),
    run in its own venv in a separate process (tools/export/make_export_venv.sh makes it; skipped without it).
-3. LLMs: prefill and decode seconds per token of every export_llm fixture against upstream on the same file.
+3. LLMs: prefill and decode seconds per token of every export_llm fixture, and of the stories15M-sized programs
+   tools/export/export_bench_llm.py writes to bench/llm/, against upstream on the same file.
 4. XNNPACK: the lowered fixtures and mobilenet_v2 / efficientnet_b0 / resnet18 / vit_b_32 lowered to XNNPACK
    (exported once by tools/export/zoo_sweep.py into ETRT_BENCH_ZOO), against upstream's XNNPACK on the same file.
    `python bench/run.py xnnpack` runs this part alone (`python bench/run.py portable` runs parts 1 and 2,
@@ -146,29 +147,39 @@ def zoo(pl):
         row(name, t, up.get(name, "n/a"), "upstream")
 
 
-def llm(pl):
-    print("== export_llm programs (tests/fixtures/llm): seconds per token, prefill of the prompt in one call and "
-          "decode one token per call, vs upstream on the same file")
-    llm_dir = ROOT / "tests" / "fixtures" / "llm"
-    manifest = json.loads((llm_dir / "manifest.json").read_text())
-    prompt, steps = manifest["prompt"], 16
-    ours, spec = {}, []
-    for name in sorted(manifest["variants"]):
-        pte = llm_dir / f"{name}.pte"
-        try:
-            m = pl._load_for_executorch(str(pte))
-            tokens, zero = np.array([prompt], np.int64), np.zeros(1, np.int64)
-            m.forward([tokens, zero])
-        except RuntimeError as e:
-            print(f"  {name}: does not run here: {str(e)[:100]}")
-            continue
+LLM_BENCH = HERE / "llm"  # stories15M-sized programs, made by tools/export/export_bench_llm.py (not committed)
 
-        def decode():
-            for i in range(steps):
-                m.forward([np.array([[7]], np.int64), np.array([len(prompt) + i], np.int64)])
-        ours[f"{name} prefill"] = median_seconds(lambda: m.forward([tokens, zero])) / len(prompt)
-        ours[f"{name} decode"] = median_seconds(decode) / steps
-        spec.append({"name": name, "pte": str(pte), "llm": {"prompt": prompt, "decode": steps}})
+
+def llm(pl):
+    print("== export_llm programs (tests/fixtures/llm, and bench/llm when tools/export/export_bench_llm.py made it):"
+          " seconds per token, prefill of the prompt in one call and decode one token per call, vs upstream on the"
+          " same file")
+    ours, spec = {}, []
+    sources = [ROOT / "tests" / "fixtures" / "llm"]
+    if (LLM_BENCH / "manifest.json").exists():
+        sources.append(LLM_BENCH)
+    else:
+        print("  (no bench/llm: run tools/export/export_bench_llm.py for the stories15M-sized programs)")
+    for llm_dir in sources:
+        manifest = json.loads((llm_dir / "manifest.json").read_text())
+        prompt, steps = manifest["prompt"], 16
+        for name in sorted(manifest["variants"]):
+            pte = llm_dir / f"{name}.pte"
+            try:
+                m = pl._load_for_executorch(str(pte))
+                tokens, zero = np.array([prompt], np.int64), np.zeros(1, np.int64)
+                m.forward([tokens, zero])
+            except RuntimeError as e:
+                print(f"  {name}: does not run here: {str(e)[:100]}")
+                continue
+
+            def decode():
+                for i in range(steps):
+                    m.forward([np.array([[7]], np.int64), np.array([len(prompt) + i], np.int64)])
+            ours[f"{name} prefill"] = median_seconds(lambda: m.forward([tokens, zero])) / len(prompt)
+            ours[f"{name} decode"] = median_seconds(decode) / steps
+            spec.append({"name": name, "pte": str(pte), "llm": {"prompt": prompt, "decode": steps}})
+            del m
     up = run_upstream(spec) or {}
     for name, t in ours.items():
         row(name + " /token", t, up.get(name, "n/a"), "upstream")

@@ -64,8 +64,8 @@ def make_checkpoint(directory):
     return ckpt, params
 
 
-def export(name, options, ckpt, params, directory):
-    args = [sys.executable, "-m", "executorch.extension.llm.export.export_llm", *COMMON,
+def export(name, options, ckpt, params, directory, common=COMMON):
+    args = [sys.executable, "-m", "executorch.extension.llm.export.export_llm", *common,
             f"base.checkpoint={ckpt}", f"base.params={params}", f"export.output_dir={directory}",
             f"export.output_name={name}.pte", *options]
     subprocess.run(args, check=True, cwd=directory, stdout=subprocess.DEVNULL)

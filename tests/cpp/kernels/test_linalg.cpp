@@ -36,7 +36,9 @@ std::vector<double> ref_mm(int64_t m, int64_t n, int64_t k, FA a, FB b) {
 TEST_CASE("gemm: all micro-kernels, transposes and odd sizes match a double reference", "[linalg][gemm]") {
   for (int level : {2, 1, 0}) {
     isa::force_level = level;
-    for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 5}, {67, 45, 300}, {130, 70, 400}, {9, 200, 17}}) {
+    for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 5}, {67, 45, 300}, {130, 70, 400}, {9, 200, 17},
+                              // few rows of A: the unpacked product (gemv_few_rows), one and several rows
+                              {1, 300, 77}, {3, 129, 64}, {4, 70, 100}}) {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           auto a = rnd<float>(static_cast<size_t>(m * k), 1), b = rnd<float>(static_cast<size_t>(k * n), 2);

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
 
@@ -240,6 +241,41 @@ inline void gemm_generic(int64_t m, int64_t n, int64_t k, Acc alpha, MatRef<T> A
   }
 }
 
+namespace detail {
+
+/// C += alpha * A * B for a float A of at most kGemvRows rows with contiguous rows: an LLM's decode step, where
+/// packing B (a weight read once per call) would cost more than the product. B with contiguous columns (torch's
+/// [N, K] linear weight) takes one dot product per output; B with contiguous rows (x @ W) adds scaled rows of B.
+/// False when the operands' layouts fit neither.
+inline constexpr int64_t kGemvRows = 4;
+inline bool gemv_few_rows(int64_t m, int64_t n, int64_t k, float alpha, MatRef<float> A, MatRef<float> B, float* c,
+                          int64_t rsc, int64_t csc) {
+  if (m > kGemvRows || A.cs != 1 || (B.rs != 1 && (B.cs != 1 || csc != 1))) return false;
+  auto run = [&](int64_t j0, int64_t j1) {
+    isa::dispatch([&]() ETRT_ISA_INLINE {
+      if (B.rs == 1) {
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = 0; i < m; ++i)
+            c[i * rsc + j * csc] += alpha * dot_lanes(A.data + i * A.rs, B.data + j * B.cs, k);
+        return;
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        float* ci = c + i * rsc;
+        for (int64_t p = 0; p < k; ++p) {
+          const float a = alpha * A.data[i * A.rs + p];
+          const float* bp = B.data + p * B.rs;
+          for (int64_t j = j0; j < j1; ++j) ci[j] += a * bp[j];
+        }
+      }
+    });
+  };
+  if (m * n * k >= min_parallel_work() && n >= 128) parallel_for(n, 64, run);
+  else run(0, n);
+  return true;
+}
+
+}  // namespace detail
+
 /// C(m x n) = alpha * A(m x k) * B(k x n) + beta * C, any strides (a transpose is swapped strides). C must not
 /// alias A or B. Single- and double-precision use the blocked kernel; other types the generic loop below.
 template <class T>
@@ -259,6 +295,8 @@ inline void gemm(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T
         }
       return;
     }
+    if constexpr (std::is_same_v<T, float>)
+      if (detail::gemv_few_rows(m, n, k, alpha, A, B, c, rsc, csc)) return;
     // Large products split the columns of C across threads; each thread packs into its own scratch.
     if (m * n * k >= (int64_t{1} << 22) && n >= 64) {
       parallel_for(n, 32, [&](int64_t j0, int64_t j1) {
