@@ -13,7 +13,11 @@
    (exported once by tools/export/zoo_sweep.py into ETRT_BENCH_ZOO), against upstream's XNNPACK on the same file.
    `python bench/run.py xnnpack` runs this part alone (`python bench/run.py portable` runs parts 1 and 2,
    `python bench/run.py llm` part 3).
-5. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
+5. GEMM: f32 a @ b at 64, 256 and 1024 cubed (bench/models/mm_*.pte) on one thread, GFLOP/s as a fraction of the
+   core's FMA peak and against NumPy's OpenBLAS on one thread (`python bench/run.py gemm`).
+6. Memory: peak RSS of loading and running mobilenet_v2 lowered to XNNPACK, ours against upstream, each in a fresh
+   process (`python bench/run.py rss`).
+7. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
    and off, against one np.add(out=) call and against upstream (torch inputs) on the same file.
    `python bench/run.py overhead` runs this part alone.
 """
@@ -187,6 +191,8 @@ def llm(pl):
 
 XNNPACK_FIXTURES = ROOT / "tests" / "fixtures" / "xnnpack"
 ZOO_XNNPACK = ("mobilenet_v2", "efficientnet_b0", "resnet18", "vit_b_32")
+# The same architectures PT2E-quantized (static int8, per-channel weights) and lowered: zoo_sweep.py --quantize.
+ZOO_XNNPACK_Q8 = ("mobilenet_v2", "resnet18", "efficientnet_b0", "vit_b_32")
 
 
 def xnnpack_programs():
@@ -200,8 +206,14 @@ def xnnpack_programs():
         print(f"  exporting {', '.join(missing)} lowered to XNNPACK into {zoo_dir} (once)")
         subprocess.run([str(UPSTREAM_PY), str(ROOT / "tools" / "export" / "zoo_sweep.py"), "export", "--xnnpack",
                         "--out", str(zoo_dir), "--only", *missing], check=False, capture_output=True, text=True)
-    for n in ZOO_XNNPACK:
-        pte, npz = zoo_dir / f"{n}_xnnpack.pte", zoo_dir / f"{n}_xnnpack.npz"
+    missing_q8 = [n for n in ZOO_XNNPACK_Q8 if not (zoo_dir / f"{n}_xnnpack_q8.pte").exists()]
+    if missing_q8 and UPSTREAM_PY.exists():
+        print(f"  exporting {', '.join(missing_q8)} PT2E-quantized and lowered into {zoo_dir} (once)")
+        subprocess.run([str(UPSTREAM_PY), str(ROOT / "tools" / "export" / "zoo_sweep.py"), "export", "--xnnpack",
+                        "--quantize", "--out", str(zoo_dir), "--only", *missing_q8], check=False, capture_output=True,
+                       text=True)
+    for n, stem in [(n, f"{n}_xnnpack") for n in ZOO_XNNPACK] + [(f"{n}_q8", f"{n}_xnnpack_q8") for n in ZOO_XNNPACK_Q8]:
+        pte, npz = zoo_dir / f"{stem}.pte", zoo_dir / f"{stem}.npz"
         if pte.exists():
             z = np.load(npz)
             progs.append((n, pte, npz, float(z["flops"]) / 1e9 if "flops" in z.files else None))
@@ -245,6 +257,90 @@ def xnnpack(pl, rounds=3):
             print(line + flops)
         else:
             print(f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream n/a{flops}")
+
+
+def fma_peak_gflops(pl):
+    """One core's f32 FMA peak: FLOP per cycle of the instruction set that runs (two FMA pipes: 32 with 256-bit
+    vectors, 64 with 512-bit ones) times the clock /proc/cpuinfo reports."""
+    mhz = 0.0
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                mhz = max(mhz, float(line.split(":")[1]))
+    except OSError:
+        pass
+    isa = pl._cpu_isa() if hasattr(pl, "_cpu_isa") else "avx2"
+    per_cycle = 64 if isa.startswith("avx512") else 32 if isa.startswith("avx2") else 8
+    return per_cycle * mhz / 1e3, isa, mhz
+
+
+def gemm(pl):
+    """Runs in a child process with one thread for both sides (the thread counts are read when libraries start)."""
+    if os.environ.get("ETRT_NUM_THREADS") != "1":
+        env = dict(os.environ, ETRT_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # let OpenBLAS pick its own kernels for this command
+            env.pop(k, None)
+        return subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "gemm"], env=env).returncode
+    peak, isa, mhz = fma_peak_gflops(pl)
+    print(f"== f32 GEMM a @ b, one thread, ours ({isa}) vs NumPy (OpenBLAS); core peak {peak:.1f} GFLOP/s"
+          f" ({mhz:.0f} MHz)")
+    rng = np.random.default_rng(0)
+    for n in (64, 256, 1024):
+        m = pl._load_for_executorch(str(MODELS / f"mm_{n}.pte"))
+        a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+        out = np.empty((n, n), np.float32)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        got = np.asarray(m.forward([a, b], clone_outputs=False)[0])
+        err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+        ours = median_seconds(lambda: m.forward([a, b], clone_outputs=False))
+        theirs = median_seconds(lambda: np.matmul(a, b, out=out))
+        flop = 2.0 * n ** 3
+        print(f"  {n:4d}^3  ours {flop / ours / 1e9:6.1f} GFLOP/s ({flop / ours / 1e9 / peak:4.0%} of peak)"
+              f"   numpy {flop / theirs / 1e9:6.1f} GFLOP/s ({flop / theirs / 1e9 / peak:4.0%})"
+              f"   time ratio {ours / theirs:5.2f}   max rel. error {err:.1e}")
+    return 0
+
+
+RSS_CODE = r"""
+import resource, sys, numpy as np
+from executorch.extension.pybindings import portable_lib as pl
+x = np.load(sys.argv[2])["in0"]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+m = pl._load_for_executorch(sys.argv[1])
+if sys.argv[3] == "torch":
+    import torch
+    x = torch.from_numpy(x)
+for _ in range(3):
+    m.forward([x])
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def rss(pl, name="mobilenet_v2"):
+    zoo_dir = pathlib.Path(os.environ.get("ETRT_BENCH_ZOO", "/tmp/etrt-bench-zoo"))
+    pte, npz = zoo_dir / f"{name}_xnnpack.pte", zoo_dir / f"{name}_xnnpack.npz"
+    print(f"== peak RSS of loading {name} lowered to XNNPACK and running it 3 times (fresh process each;"
+          f" after imports -> at the end)")
+    if not pte.exists():
+        print(f"  {pte} missing: run bench/run.py xnnpack once to export it")
+        return 1
+    figures = {}
+    for who, py in (("ours", sys.executable), ("upstream", str(UPSTREAM_PY))):
+        if who == "upstream" and not UPSTREAM_PY.exists():
+            continue
+        r = subprocess.run([py, "-c", RSS_CODE, str(pte), str(npz), "torch" if who == "upstream" else "numpy"],
+                           capture_output=True, text=True, cwd=tempfile.gettempdir())
+        if r.returncode != 0:
+            print(f"  {who}: failed: {r.stderr.strip()[-200:]}")
+            continue
+        before, after = (int(v) for v in r.stdout.split()[-2:])
+        figures[who] = (before, after)
+        print(f"  {who:8s} {before / 1024:7.1f} MiB after imports -> {after / 1024:7.1f} MiB peak"
+              f"  (+{(after - before) / 1024:.1f} MiB for the model)")
+    if len(figures) == 2:
+        o, u = figures["ours"], figures["upstream"]
+        print(f"  ratio ours / upstream: peak {o[1] / u[1]:.2f}, model's share {(o[1] - o[0]) / max(u[1] - u[0], 1):.2f}")
+    return 0
 
 
 def overhead(rounds=5):
@@ -323,6 +419,10 @@ def main():
     if sys.argv[1:] == ["llm"]:
         llm(pl)
         return 0
+    if sys.argv[1:] == ["gemm"]:
+        return gemm(pl)
+    if sys.argv[1:] == ["rss"]:
+        return rss(pl)
     if sys.argv[1:] == ["portable"]:
         kernels(pl)
         zoo(pl)
@@ -331,6 +431,8 @@ def main():
     zoo(pl)
     llm(pl)
     xnnpack(pl)
+    gemm(pl)
+    rss(pl)
     overhead()
     return 0
 

@@ -4,7 +4,7 @@
 A developer check, not a test: the models are too large to commit and CI has no exporter. It finds the operators a
 real model needs that the portable kernel table lacks, and any output that differs from torch eager.
 
-    .venv-export/bin/python tools/export/zoo_sweep.py export [--out /tmp/zoo] [--only NAME ...] [--xnnpack]
+    .venv-export/bin/python tools/export/zoo_sweep.py export [--out /tmp/zoo] [--only NAME ...] [--xnnpack] [--quantize]
     .venv/bin/python        tools/export/zoo_sweep.py run    [--out /tmp/zoo] [--only NAME ...] [--upstream PY]
 
 `export` writes NAME.pte and NAME.npz (inputs in0.., torch eager outputs out0.., the forward's FLOP count as torch's
@@ -106,7 +106,23 @@ def _models():
     }
 
 
-def export_all(out: str, only: list[str], xnnpack: bool) -> int:
+def _quantize_static(model, x):
+    """PT2E static int8: XNNPACKQuantizer's symmetric per-channel config (qs8 activations per tensor, qc8 weights),
+    calibrated on a few random inputs of the example's shape."""
+    import torch
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    prepared = prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    for _ in range(4):
+        prepared(torch.randn(x.shape, generator=gen))
+    return convert_pt2e(prepared)
+
+
+def export_all(out: str, only: list[str], xnnpack: bool, quantize: bool = False) -> int:
     import logging
     import warnings
 
@@ -130,6 +146,10 @@ def export_all(out: str, only: list[str], xnnpack: bool) -> int:
                 ref = model(x)
                 with torch.utils.flop_counter.FlopCounterMode(display=False) as counter:
                     model(x)
+            if quantize:
+                model = _quantize_static(model, x)
+                with torch.no_grad():
+                    ref = model(x)  # the quantized model's own output: what a quantized runtime should match
             partitioners = []
             if xnnpack:
                 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -137,7 +157,7 @@ def export_all(out: str, only: list[str], xnnpack: bool) -> int:
                 partitioners = [XnnpackPartitioner()]
             program = to_edge_transform_and_lower(torch.export.export(model, (x,)),
                                                   partitioner=partitioners).to_executorch()
-            stem = name + ("_xnnpack" if xnnpack else "")
+            stem = name + ("_xnnpack" if xnnpack else "") + ("_q8" if quantize else "")
             with open(os.path.join(out, stem + ".pte"), "wb") as f:
                 f.write(program.buffer)
             refs = ref if isinstance(ref, (tuple, list)) else (ref,)
@@ -258,9 +278,11 @@ def main() -> int:
     ap.add_argument("--upstream", help="a Python with upstream executorch (e.g. .venv-export/bin/python): time it too")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--xnnpack", action="store_true", help="export: lower with XnnpackPartitioner (NAME_xnnpack.pte)")
+    ap.add_argument("--quantize", action="store_true",
+                    help="export: PT2E static int8 per-channel (XNNPACKQuantizer) first (NAME[_xnnpack]_q8.pte)")
     a = ap.parse_args()
     if a.step == "export":
-        return export_all(a.out, a.only, a.xnnpack)
+        return export_all(a.out, a.only, a.xnnpack, a.quantize)
     if a.step == "time-upstream":
         return time_upstream(a.out, a.only, a.repeats)
     return run_all(a.out, a.only, a.rtol, a.atol, a.upstream, a.repeats)
