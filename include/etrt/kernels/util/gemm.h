@@ -37,9 +37,26 @@ struct MatRef {
 
 namespace detail {
 
+/// Where a micro-kernel writes its tile: C (row stride ldc), after adding C itself (accumulate) or the bias (null
+/// for none), clamped to [lo, hi] when clamp is set.
+template <class T>
+struct Tile {
+  T* c;
+  int64_t ldc;
+  const T* bias;
+  bool accumulate;
+  bool clamp;
+  T lo, hi;
+};
+
+/// An MR x NR tile of A * B over kc, A read at a[p * a_ps + i * a_is] (packed panels: MR, 1; rows of a row-major
+/// matrix read in place: 1, lda), B one packed panel; the epilogue runs on the accumulators in registers.
+/// The A strides are run-time values on purpose: with constant ones GCC hoists all MR broadcasts of a step ahead
+/// of the multiplies and runs out of vector registers (an AVX2 6 x 16 tile then spilled 4 of its 12 accumulators
+/// to the stack on every step and ran at a third of the speed).
 template <class T, int MR, int NR, bool Fma>
-[[gnu::always_inline]] inline void micro_tile(int64_t kc, const T* __restrict a, const T* __restrict b,
-                                              T* __restrict out) {
+[[gnu::always_inline]] inline void micro_tile(int64_t kc, const T* __restrict a, int64_t a_ps, int64_t a_is,
+                                              const T* __restrict b, const Tile<T>& t) {
   T acc[MR * NR] = {};
   for (int64_t p = 0; p < kc; ++p) {
     T bv[NR];  // one row of the B panel, reused by every row of the tile
@@ -47,7 +64,7 @@ template <class T, int MR, int NR, bool Fma>
     for (int j = 0; j < NR; ++j) bv[j] = b[p * NR + j];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const T av = a[p * MR + i];
+      const T av = a[p * a_ps + i * a_is];
 #pragma GCC unroll 64
       for (int j = 0; j < NR; ++j) {
         if constexpr (!Fma)
@@ -59,47 +76,64 @@ template <class T, int MR, int NR, bool Fma>
       }
     }
   }
-  for (int i = 0; i < MR * NR; ++i) out[i] = acc[i];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    T* __restrict crow = t.c + i * t.ldc;
+    T* r = acc + i * NR;
+    if (t.accumulate) {
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) r[j] += crow[j];
+    } else if (t.bias) {
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) r[j] += t.bias[j];
+    }
+    if (t.clamp) {
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) r[j] = std::min(std::max(r[j], t.lo), t.hi);  // NaN stays NaN
+    }
+#pragma GCC unroll 64
+    for (int j = 0; j < NR; ++j) crow[j] = r[j];
+  }
 }
-
-using MicroF32 = void (*)(int64_t, const float*, const float*, float*);
-using MicroF64 = void (*)(int64_t, const double*, const double*, double*);
 
 #ifdef ETRT_ISA_X86
 // One wrapper per instruction set: the target attribute is what lets micro_tile's loops use that set's registers.
 template <class T, int MR, int NR>
-[[ETRT_TARGET_AVX512]] inline void micro_avx512(int64_t kc, const T* a, const T* b, T* o) {
-  micro_tile<T, MR, NR, true>(kc, a, b, o);
+[[ETRT_TARGET_AVX512]] inline void micro_avx512(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b,
+                                                const Tile<T>& t) {
+  micro_tile<T, MR, NR, true>(kc, a, ps, is, b, t);
 }
 template <class T, int MR, int NR>
-[[ETRT_TARGET_AVX2]] inline void micro_avx2(int64_t kc, const T* a, const T* b, T* o) {
-  micro_tile<T, MR, NR, true>(kc, a, b, o);
+[[ETRT_TARGET_AVX2]] inline void micro_avx2(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b,
+                                            const Tile<T>& t) {
+  micro_tile<T, MR, NR, true>(kc, a, ps, is, b, t);
 }
 #endif
 template <class T, int MR, int NR>
-inline void micro_base(int64_t kc, const T* a, const T* b, T* o) {
-  micro_tile<T, MR, NR, false>(kc, a, b, o);
+inline void micro_base(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b, const Tile<T>& t) {
+  micro_tile<T, MR, NR, false>(kc, a, ps, is, b, t);
 }
 
 template <class T>
 struct Micro {
-  void (*fn)(int64_t, const T*, const T*, T*);
+  void (*full)(int64_t, const T*, int64_t, int64_t, const T*, const Tile<T>&);  // MR x NR
+  void (*row)(int64_t, const T*, int64_t, int64_t, const T*, const Tile<T>&);   // 1 x NR
   int mr;
   int nr;
 };
 
-/// The tile of each level: MR rows x NR columns of accumulators fill most of its vector registers (NR halves for
-/// double).
+/// The tile of a level (isa::level): MR rows x NR columns of accumulators fill most of its vector registers (NR
+/// halves for double).
 template <class T>
-inline Micro<T> pick_micro() {
+inline Micro<T> micro_kernels(int level) {
   constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
-  const int level = isa::level();
 #ifdef ETRT_ISA_X86
-  if (level == 2) return {&micro_avx512<T, 8, 16 << kWide>, 8, 16 << kWide};
-  if (level == 1) return {&micro_avx2<T, 6, 8 << kWide>, 6, 8 << kWide};
+  if (level == 2)
+    return {&micro_avx512<T, 8, 16 << kWide>, &micro_avx512<T, 1, 16 << kWide>, 8, 16 << kWide};
+  if (level == 1) return {&micro_avx2<T, 6, 8 << kWide>, &micro_avx2<T, 1, 8 << kWide>, 6, 8 << kWide};
 #endif
   (void)level;
-  return {&micro_base<T, 4, 4 << kWide>, 4, 4 << kWide};
+  return {&micro_base<T, 4, 4 << kWide>, &micro_base<T, 1, 4 << kWide>, 4, 4 << kWide};
 }
 
 /// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).
@@ -174,7 +208,7 @@ struct Scratch {
 template <class T>
 inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T> B, T* c, int64_t rsc,
                     int64_t csc) {
-  const Micro<T> mk = pick_micro<T>();
+  const Micro<T> mk = micro_kernels<T>(isa::level());
   constexpr int64_t KC = std::is_same_v<T, float> ? 384 : 256;
   const int64_t MC = std::max<int64_t>(mk.mr, (std::is_same_v<T, float> ? 144 : 96) / mk.mr * mk.mr);
   const int64_t NC = 4096 / mk.nr * mk.nr;
@@ -184,7 +218,11 @@ inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRe
   const int64_t kc_max = std::min(KC, k);
   T* bpack = scratch.get_b(static_cast<size_t>(kc_max * nc_max));
   T* apack = scratch.get_a(static_cast<size_t>(kc_max * mc_max));
-  alignas(64) T tile[16 * 32];
+  alignas(64) T tile[8 * 32];
+  const Tile<T> to_tile{tile, mk.nr, nullptr, false, false, T(0), T(0)};
+  // C was scaled by beta already: a whole tile adds A * B into C from registers; edges and alpha != 1 go through
+  // the tile buffer.
+  const bool in_place = alpha == T(1) && csc == 1;
   for (int64_t jc = 0; jc < n; jc += NC) {
     const int64_t nc = std::min(NC, n - jc);
     for (int64_t pc = 0; pc < k; pc += KC) {
@@ -198,18 +236,15 @@ inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRe
           const T* bp = bpack + (jr / mk.nr) * kc * mk.nr;
           for (int64_t ir = 0; ir < mc; ir += mk.mr) {
             const int64_t rows = std::min<int64_t>(mk.mr, mc - ir);
-            mk.fn(kc, apack + (ir / mk.mr) * kc * mk.mr, bp, tile);
+            const T* ap = apack + (ir / mk.mr) * kc * mk.mr;
             T* cblk = c + (ic + ir) * rsc + (jc + jr) * csc;
-            if (csc == 1) {
-              for (int64_t i = 0; i < rows; ++i) {
-                T* crow = cblk + i * rsc;
-                const T* trow = tile + i * mk.nr;
-                for (int64_t j = 0; j < cols; ++j) crow[j] += alpha * trow[j];
-              }
-            } else {
-              for (int64_t i = 0; i < rows; ++i)
-                for (int64_t j = 0; j < cols; ++j) cblk[i * rsc + j * csc] += alpha * tile[i * mk.nr + j];
+            if (in_place && rows == mk.mr && cols == mk.nr) {
+              mk.full(kc, ap, mk.mr, 1, bp, Tile<T>{cblk, rsc, nullptr, true, false, T(0), T(0)});
+              continue;
             }
+            mk.full(kc, ap, mk.mr, 1, bp, to_tile);
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < cols; ++j) cblk[i * rsc + j * csc] += alpha * tile[i * mk.nr + j];
           }
         }
       }

@@ -41,91 +41,11 @@ struct Epilogue {
 
 namespace detail {
 
-/// Where a micro-kernel writes its tile: C (row stride ldc), after adding C itself (accumulate: a later K block)
-/// or the bias (the first block; null for none), clamped on the last block.
-struct TileOut {
-  float* c;
-  int64_t ldc;
-  const float* bias;
-  bool accumulate;
-  bool clamp;
-  float lo, hi;
-};
-
-/// An MR x NR tile of A * B over kc, A read at a[p * a_ps + i * a_is] (packed panels: MR, 1; rows of a row-major
-/// matrix read in place: 1, lda), B one packed panel; the epilogue runs on the accumulators in registers.
-template <int MR, int NR, bool Fma>
-[[gnu::always_inline]] inline void micro_c(int64_t kc, const float* __restrict a, int64_t a_ps, int64_t a_is,
-                                           const float* __restrict b, const TileOut& t) {
-  float acc[MR * NR] = {};
-  for (int64_t p = 0; p < kc; ++p) {
-    float bv[NR];
-#pragma GCC unroll 64
-    for (int j = 0; j < NR; ++j) bv[j] = b[p * NR + j];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const float av = a[p * a_ps + i * a_is];
-#pragma GCC unroll 64
-      for (int j = 0; j < NR; ++j) {
-        if constexpr (Fma) acc[i * NR + j] = __builtin_fmaf(av, bv[j], acc[i * NR + j]);
-        else acc[i * NR + j] += av * bv[j];
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    float* __restrict crow = t.c + i * t.ldc;
-    float* r = acc + i * NR;
-    if (t.accumulate) {
-#pragma GCC unroll 64
-      for (int j = 0; j < NR; ++j) r[j] += crow[j];
-    } else if (t.bias) {
-#pragma GCC unroll 64
-      for (int j = 0; j < NR; ++j) r[j] += t.bias[j];
-    }
-    if (t.clamp) {
-#pragma GCC unroll 64
-      for (int j = 0; j < NR; ++j) r[j] = std::min(std::max(r[j], t.lo), t.hi);  // NaN stays NaN
-    }
-#pragma GCC unroll 64
-    for (int j = 0; j < NR; ++j) crow[j] = r[j];
-  }
-}
-
+using TileOut = Tile<float>;
 using MicroC = void (*)(int64_t, const float*, int64_t, int64_t, const float*, const TileOut&);
-struct MicroCKernels {
-  MicroC full;  // MR x NR
-  MicroC row;   // 1 x NR
-  int mr;
-  int nr;
-};
 
-#ifdef ETRT_ISA_X86
-template <int MR, int NR>
-[[ETRT_TARGET_AVX512]] inline void c_avx512(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
-                                                const TileOut& t) {
-  micro_c<MR, NR, true>(kc, a, ps, is, b, t);
-}
-template <int MR, int NR>
-[[ETRT_TARGET_AVX2]] inline void c_avx2(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b,
-                                               const TileOut& t) {
-  micro_c<MR, NR, true>(kc, a, ps, is, b, t);
-}
-#endif
-template <int MR, int NR>
-inline void c_base(int64_t kc, const float* a, int64_t ps, int64_t is, const float* b, const TileOut& t) {
-  micro_c<MR, NR, false>(kc, a, ps, is, b, t);
-}
-
-/// The kernels of a level (isa::level): the same tile shapes as pick_micro<float>.
-inline MicroCKernels micro_c_kernels(int level) {
-#ifdef ETRT_ISA_X86
-  if (level == 2) return {&c_avx512<8, 32>, &c_avx512<1, 32>, 8, 32};
-  if (level == 1) return {&c_avx2<6, 16>, &c_avx2<1, 16>, 6, 16};
-#endif
-  (void)level;
-  return {&c_base<4, 8>, &c_base<1, 8>, 4, 8};
-}
+/// The float kernels of a level (isa::level), shared with the unpacked GEMM (util/gemm.h).
+inline Micro<float> micro_c_kernels(int level) { return micro_kernels<float>(level); }
 
 }  // namespace detail
 
@@ -190,7 +110,7 @@ inline void store_tile(const float* tile, int nr, int64_t rows, int64_t cols, fl
 template <class PackA>
 inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedB& B, const Epilogue& ep, float* c,
                          int64_t ldc, PackA& pack_a) {
-  const MicroCKernels mk = micro_c_kernels(B.level);
+  const Micro<float> mk = micro_c_kernels(B.level);
   const int mr = mk.mr, nr = mk.nr;
   thread_local Scratch<float> scratch;
   float* apack = scratch.get_a(static_cast<size_t>(kPackedMc * kPackedKc));
