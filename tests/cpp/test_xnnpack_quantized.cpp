@@ -156,16 +156,18 @@ std::vector<double> gemv_reference(Datatype d, const Quant& q, std::span<const i
   return out;
 }
 
+/// A quantized weight's layout for the GEMV / GEMM cases: rows x cols of datatype d.
+struct Layout {
+  const char* name;
+  Datatype d;
+  QuantKind kind;
+  uint32_t group;
+  int64_t rows, cols;
+};
+
 }  // namespace
 
 TEST_CASE("XNNPACK quantized GEMV matches the dequantized product on every weight layout", "[xnnpack][quantized]") {
-  struct Layout {
-    const char* name;
-    Datatype d;
-    QuantKind kind;
-    uint32_t group;
-    int64_t rows, cols;
-  };
   const Layout layouts[] = {
       {"4-bit blockwise, group 32", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 96},
       {"4-bit blockwise, group 6 (a tail inside each block)", Datatype::QBInt4, QuantKind::PerChannelGroup, 6, 9, 18},
@@ -209,13 +211,6 @@ TEST_CASE("XNNPACK quantized GEMV matches the dequantized product on every weigh
 
 TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequantized product",
           "[xnnpack][quantized]") {
-  struct Layout {
-    const char* name;
-    Datatype d;
-    QuantKind kind;
-    uint32_t group;
-    int64_t rows, cols;
-  };
   const Layout layouts[] = {
       {"4-bit blockwise, group 32, two-block chunks only", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 128},
       {"4-bit blockwise, group 32, a lone last block", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 37, 288},
