@@ -260,8 +260,6 @@ class Executor {
   /// The quantized weights that only fully-connected nodes read, as their (untransposed, 2-D) filter: these stay
   /// quantized in memory and are dequantized a block of rows at a time (run::quantized_linear), so a 4-bit LLM's weights
   /// take their file size, not eight times it.
-  static bool v_is(const Graph& g, uint32_t id, Datatype d) { return g.values[id].datatype == d; }
-
   static std::vector<bool> weights_read_in_blocks(const Graph& g, std::span<const NodeKind* const> kinds) {
     std::vector<bool> keep(g.values.size(), false);
     for (size_t id = 0; id < g.values.size(); ++id) {
@@ -279,7 +277,7 @@ class Executor {
         // fully-connected layers see many rows per call) is dequantized once and packed like a float filter:
         // dequantizing blocks of it on every call cost vit_b_32 five times its GEMM time. The float copy takes
         // four times the int8 weight, as the float model would.
-        else if (v_is(g, id, Datatype::QCInt8) && n.inputs[0] != kNoValue &&
+        else if (g.values[id].datatype == Datatype::QCInt8 && n.inputs[0] != kNoValue &&
                  g.values[n.inputs[0]].datatype != Datatype::QDInt8)
           keep[id] = false;
       }
