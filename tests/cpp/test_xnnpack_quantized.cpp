@@ -30,6 +30,45 @@ TEST_CASE("XNNPACK quantization: per-tensor rounding is half to even and saturat
   CHECK(std::isnan(x[6]));  // stays NaN: never converted to an integer
 }
 
+TEST_CASE("XNNPACK quantization: the fused clamp + requantize pass matches the scalar definition",
+          "[xnnpack][quantized]") {
+  // 37 values: the 8-lane body and the scalar tail both run. Values sit on and between half steps of the grid.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> half_steps(-600, 600);
+  std::vector<float> in(37);
+  for (float& v : in) v = static_cast<float>(half_steps(rng)) * 0.125f + ((half_steps(rng) & 3) == 0 ? 0.01f : 0.f);
+  in[3] = std::nanf("");
+  in[30] = std::nanf("");
+  const std::vector<float> before = in;
+  const float scale = 0.25f, lo = -20.f, hi = 6.f;
+  const int32_t zp = -3;
+  const auto reference = [&](float v) {
+    v = std::min(std::max(v, lo), hi);
+    const float q = std::min(std::max(std::nearbyint(v / scale), -128.f - zp), 127.f - zp);
+    return q * scale;
+  };
+  std::vector<float> out(in.size(), -1.f);
+  quant::fake_quantize(in.data(), out.data(), static_cast<int64_t>(in.size()), scale, zp, {-128, 127}, lo, hi);
+  for (size_t i = 0; i < in.size(); ++i) {
+    INFO("i = " << i << ", in = " << in[i]);
+    if (std::isnan(in[i])) {
+      CHECK(std::isnan(out[i]));
+    } else {
+      CHECK(out[i] == reference(in[i]));
+    }
+  }
+  // The input is left as it was.
+  CHECK(std::memcmp(in.data(), before.data(), in.size() * sizeof(float)) == 0);
+
+  // A 32-bit grid (beyond the add-and-subtract rounding's 2^22) still rounds exactly.
+  std::vector<float> wide = {30000002.f, -2.5f, 7.5f};
+  std::vector<float> wide_out(3);
+  quant::fake_quantize(wide.data(), wide_out.data(), 3, 1.f, 0, {INT32_MIN, INT32_MAX});
+  CHECK(wide_out[0] == std::nearbyint(wide[0]));
+  CHECK(wide_out[1] == -2.f);
+  CHECK(wide_out[2] == 8.f);
+}
+
 TEST_CASE("XNNPACK quantization: dynamic per-row parameters include zero in the range", "[xnnpack][quantized]") {
   const auto p = quant::dynamic_params(-1.f, 2.f);
   CHECK(p.inv_scale == Approx(85.f));

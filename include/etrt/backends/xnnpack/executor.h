@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>  // uintptr_t: constant alignment
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>  // std::nothrow
@@ -222,10 +223,25 @@ class Executor {
     const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_, row_params_};
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
+      const bool clamps = n.has_min_max && !prepared_[i].packed_path &&
+                          (n.out_min > -std::numeric_limits<float>::infinity() ||
+                           n.out_max < std::numeric_limits<float>::infinity());
+      const Quant& oq = g_.values[n.output].quant;
+      if (oq.kind == QuantKind::PerTensor && kinds_[i]->run == &run::copy) {
+        // A Clamp, Convert or Copy onto a quantized grid: the copy, the clamp and the rounding in one pass.
+        constexpr float kInf = std::numeric_limits<float>::infinity();
+        quant::fake_quantize(ptr_[n.inputs[0]], ptr_[n.output], shapes_[n.output].numel(), oq.scale, oq.zero_point,
+                             qrange(g_.values[n.output].datatype), clamps ? n.out_min : -kInf,
+                             clamps ? n.out_max : kInf);
+        continue;
+      }
       Status s = kinds_[i]->run(r, n);
       if (!s) return fail(s.error().code, n.where(), ": ", s.error().what);
-      if (n.has_min_max && !prepared_[i].packed_path && (n.out_min > -std::numeric_limits<float>::infinity() ||
-                            n.out_max < std::numeric_limits<float>::infinity())) {
+      if (clamps && oq.kind == QuantKind::PerTensor) {
+        requantize_output(n, n.out_min, n.out_max);  // the clamp and the rounding in one pass
+        continue;
+      }
+      if (clamps) {
         ETRT_TRY(Tensor o, r.flat(n.output));
         ETRT_CHECK_OK(kernels::clamp_out<detail::F>(ctx, o, std::optional<Scalar>(detail::fscalar(n.out_min)),
                                                     std::optional<Scalar>(detail::fscalar(n.out_max)), o));
@@ -305,14 +321,16 @@ class Executor {
     return t;
   }
 
-  /// Note [xnnpack quantized values]: a node's quantized output is rounded onto its grid where it is written.
-  void requantize_output(const Node& n) {
+  /// Note [xnnpack quantized values]: a node's quantized output is rounded onto its grid where it is written; a
+  /// per-tensor one is clamped to [lo, hi] first, in the same pass.
+  void requantize_output(const Node& n, float lo = -std::numeric_limits<float>::infinity(),
+                         float hi = std::numeric_limits<float>::infinity()) {
     const Value& v = g_.values[n.output];
     const ValueShape& shape = shapes_[n.output];
     float* x = ptr_[n.output];
     switch (v.quant.kind) {
       case QuantKind::PerTensor:
-        quant::fake_quantize(x, shape.numel(), v.quant.scale, v.quant.zero_point, qrange(v.datatype));
+        quant::fake_quantize(x, x, shape.numel(), v.quant.scale, v.quant.zero_point, qrange(v.datatype), lo, hi);
         break;
       case QuantKind::DynamicPerToken: {
         const int64_t row = dynamic_row(v.quant, shape);

@@ -13,21 +13,70 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 
 #include "etrt/backends/xnnpack/quant_params.h"
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/vec.h"
 
 namespace etrt::xnnpack::quant {
 
-/// Rounds x onto the grid of (scale, zero point) within [lo, hi], in place, and leaves the dequantized value.
-inline void fake_quantize(float* x, int64_t n, float scale, int32_t zero_point, QRange r) {
-  const float inv = 1.f / scale;
-  const float lo = static_cast<float>(r.lo - zero_point), hi = static_cast<float>(r.hi - zero_point);
-  for (int64_t i = 0; i < n; ++i) {
-    float q = std::nearbyint(x[i] * inv);
-    q = std::min(std::max(q, lo), hi);  // NaN stays NaN: it is never converted to an integer here
-    x[i] = q * scale;
+namespace detail {
+
+/// v rounded to the nearest integer, ties to even, for |v| <= 2^22 (every caller clamps v to a quantized range
+/// first): adding 1.5 x 2^23 leaves no fraction bits, so the add rounds in the default mode and the subtract is
+/// exact. Two vector adds, where std::nearbyint is a library call per element that keeps the loop scalar (it was
+/// 45% of a PT2E int8 mobilenet_v2's time). NaN stays NaN.
+inline constexpr float kShift = 12582912.f;  // 1.5 x 2^23
+inline float round_small(float v) { return (v + kShift) - kShift; }
+
+/// out = round(clamp(clamp(in, lo, hi) x inv, qlo, qhi)) x scale (in may be out), 8 lanes at a time: spelled in
+/// vectors because the module's -O2 leaves a loop of unknown trip count scalar. |qlo|, |qhi| <= 2^22. NaN stays NaN (a comparison with it is false): it is
+/// never converted to an integer here.
+[[gnu::always_inline]] inline void round_onto_grid(const float* in, float* out, int64_t n, float lo, float hi,
+                                                   float inv, float qlo, float qhi, float scale) {
+  constexpr int L = 8;
+  using V = kernels::vec::Vec<L>;
+  const V vlo = V{} + lo, vhi = V{} + hi, vqlo = V{} + qlo, vqhi = V{} + qhi;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    kernels::vec::load(v, in + i);
+    v = v < vlo ? vlo : v;
+    v = v > vhi ? vhi : v;
+    v = v * inv;
+    v = v < vqlo ? vqlo : v;
+    v = v > vqhi ? vqhi : v;
+    kernels::vec::store(out + i, ((v + kShift) - kShift) * scale);
   }
+  for (; i < n; ++i) {
+    const float v = std::min(std::max(in[i], lo), hi);
+    out[i] = round_small(std::min(std::max(v * inv, qlo), qhi)) * scale;
+  }
+}
+
+}  // namespace detail
+
+/// Clamps `in` to [lo, hi] (a node's output_min_max; infinite for none), then rounds it onto the grid of
+/// (scale, zero point) within the type's range r, and writes the dequantized value to `out` (which may be `in`):
+/// one pass for what a copy, a clamp and a requantize would do in three.
+inline void fake_quantize(const float* in, float* out, int64_t n, float scale, int32_t zero_point, QRange r,
+                          float lo = -std::numeric_limits<float>::infinity(),
+                          float hi = std::numeric_limits<float>::infinity()) {
+  const float inv = 1.f / scale;
+  const float qlo = static_cast<float>(r.lo - zero_point), qhi = static_cast<float>(r.hi - zero_point);
+  if (std::max(-qlo, qhi) > 4194304.f) {  // a 32-bit grid (a file may declare one): beyond round_small's range
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = std::min(std::max(std::nearbyint(std::min(std::max(in[i], lo), hi) * inv), qlo), qhi) * scale;
+    return;
+  }
+  kernels::isa::dispatch_avx2(
+      [&]() ETRT_ISA_INLINE { detail::round_onto_grid(in, out, n, lo, hi, inv, qlo, qhi, scale); });
+}
+/// In place.
+inline void fake_quantize(float* x, int64_t n, float scale, int32_t zero_point, QRange r) {
+  fake_quantize(x, x, n, scale, zero_point, r);
 }
 
 /// Asymmetric int8 parameters of one row (its range widened to include 0), as XNNPACK's dynamic quantization
@@ -60,11 +109,9 @@ inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParam
     if (params) params[at / row] = p;
     const float scale = 1.f / p.inv_scale;
     const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
-    for (int64_t i = at; i < at + row; ++i) {
-      float q = std::nearbyint(x[i] * p.inv_scale);
-      q = std::min(std::max(q, qlo), qhi);
-      x[i] = q * scale;
-    }
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    kernels::isa::dispatch_avx2(
+        [&]() ETRT_ISA_INLINE { detail::round_onto_grid(x + at, x + at, row, -kInf, kInf, p.inv_scale, qlo, qhi, scale); });
   }
 }
 
