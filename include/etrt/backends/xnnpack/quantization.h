@@ -24,16 +24,10 @@ namespace etrt::xnnpack::quant {
 
 namespace detail {
 
-/// v rounded to the nearest integer, ties to even, for |v| <= 2^22 (every caller clamps v to a quantized range
-/// first): adding 1.5 x 2^23 leaves no fraction bits, so the add rounds in the default mode and the subtract is
-/// exact. Two vector adds, where std::nearbyint is a library call per element that keeps the loop scalar (it was
-/// 45% of a PT2E int8 mobilenet_v2's time). NaN stays NaN.
-inline constexpr float kShift = 12582912.f;  // 1.5 x 2^23
-inline float round_small(float v) { return (v + kShift) - kShift; }
-
 /// out = round(clamp(clamp(in, lo, hi) x inv, qlo, qhi)) x scale (in may be out), 8 lanes at a time: spelled in
-/// vectors because the module's -O2 leaves a loop of unknown trip count scalar. |qlo|, |qhi| <= 2^22. NaN stays NaN (a comparison with it is false): it is
-/// never converted to an integer here.
+/// vectors because the module's -O2 leaves a loop of unknown trip count scalar (the rounding was 45% of a PT2E
+/// int8 mobilenet_v2's time). |qlo|, |qhi| <= 2^22. NaN stays NaN (a comparison with it is false): it is never
+/// converted to an integer here.
 [[gnu::always_inline]] inline void round_onto_grid(const float* in, float* out, int64_t n, float lo, float hi,
                                                    float inv, float qlo, float qhi, float scale) {
   constexpr int L = 8;
@@ -48,11 +42,11 @@ inline float round_small(float v) { return (v + kShift) - kShift; }
     v = v * inv;
     v = v < vqlo ? vqlo : v;
     v = v > vqhi ? vqhi : v;
-    kernels::vec::store(out + i, ((v + kShift) - kShift) * scale);
+    kernels::vec::store(out + i, kernels::vec::round_small(v) * scale);
   }
   for (; i < n; ++i) {
     const float v = std::min(std::max(in[i], lo), hi);
-    out[i] = round_small(std::min(std::max(v * inv, qlo), qhi)) * scale;
+    out[i] = kernels::vec::round_small(std::min(std::max(v * inv, qlo), qhi)) * scale;
   }
 }
 
@@ -66,7 +60,7 @@ inline void fake_quantize(const float* in, float* out, int64_t n, float scale, i
                           float hi = std::numeric_limits<float>::infinity()) {
   const float inv = 1.f / scale;
   const float qlo = static_cast<float>(r.lo - zero_point), qhi = static_cast<float>(r.hi - zero_point);
-  if (std::max(-qlo, qhi) > 4194304.f) {  // a 32-bit grid (a file may declare one): beyond round_small's range
+  if (std::max(-qlo, qhi) > 4194304.f) {  // a 32-bit grid (a file may declare one): beyond round_small's 2^22
     for (int64_t i = 0; i < n; ++i)
       out[i] = std::min(std::max(std::nearbyint(std::min(std::max(in[i], lo), hi) * inv), qlo), qhi) * scale;
     return;
@@ -110,8 +104,9 @@ inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParam
     const float scale = 1.f / p.inv_scale;
     const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
     constexpr float kInf = std::numeric_limits<float>::infinity();
-    kernels::isa::dispatch_avx2(
-        [&]() ETRT_ISA_INLINE { detail::round_onto_grid(x + at, x + at, row, -kInf, kInf, p.inv_scale, qlo, qhi, scale); });
+    kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+      detail::round_onto_grid(x + at, x + at, row, -kInf, kInf, p.inv_scale, qlo, qhi, scale);
+    });
   }
 }
 

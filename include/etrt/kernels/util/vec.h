@@ -30,6 +30,15 @@ template <class V>
   std::memcpy(p, &v, sizeof v);
 }
 
+/// v rounded to the nearest integer, ties to even, for |v| <= 2^22, on a float or a Vec: adding 1.5 x 2^23 leaves
+/// no fraction bits, so the add rounds in the default mode and the subtract is exact. Two adds where nearbyint is
+/// a library call per element that keeps a loop scalar. NaN stays NaN.
+template <class T>
+[[gnu::always_inline]] inline T round_small(T v) {
+  constexpr float kShift = 12582912.0f;  // 1.5 x 2^23
+  return (v + kShift) - kShift;
+}
+
 /// e^x lane by lane, the algorithm of kernels::exp_fast (within 2 ulp of libm): NaN stays NaN, x above ~88.38 is
 /// inf, below ~-87.34 is 0.
 template <int Lanes>
@@ -40,8 +49,7 @@ template <int Lanes>
   V xc = x < kLo ? kLo : x;
   xc = xc > kHi ? kHi : xc;
   xc = x != x ? V{} : xc;  // the integer conversion below must see a finite value
-  constexpr float kRound = 12582912.0f;
-  const V n = (xc * 1.44269504088896341f + kRound) - kRound;
+  const V n = round_small(xc * 1.44269504088896341f);
   const V r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
   V p;
   exp_reduced(p, r);
