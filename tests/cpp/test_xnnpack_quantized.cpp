@@ -109,7 +109,8 @@ TEST_CASE("XNNPACK quantization: 4-bit weights, low nibble first, stored as valu
 }
 
 namespace {
-const char* const kQuantized[] = {"q_mlp_static_xnnpack", "q_mlp_dynamic_xnnpack", "q_cnn_static_xnnpack"};
+const char* const kQuantized[] = {"q_mlp_static_xnnpack", "q_mlp_dynamic_xnnpack", "q_cnn_static_xnnpack",
+                                  "q_inverted_residual_xnnpack"};
 }
 
 TEST_CASE("XNNPACK quantization: the exporter's quantized payloads parse and build", "[xnnpack][quantized]") {
@@ -152,6 +153,64 @@ TEST_CASE("XNNPACK quantization: a dequantized filter read only through packed p
     // dequantized and packed at load.
     if (std::string_view(name) == "q_cnn_static_xnnpack") CHECK(packed_filters > 0);
   }
+}
+
+TEST_CASE("XNNPACK quantization: a Clamp that alone reads a packed convolution's output runs inside it",
+          "[xnnpack][quantized]") {
+  // mobilenet_v2's ReLU6 after the expanding and the depthwise convolutions (Note [xnnpack block finish]); the ReLU6
+  // after the residual add reads a value the next add reads too, and the add does not take the packed path.
+  const auto f = etrt::test::first_payload("q_inverted_residual_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  const Graph graph = *g;
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  int fused = 0, separate = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (n.kind_name != "XNNClamp") continue;
+    ++((*e)->runs_in_writer(i) ? fused : separate);
+    if ((*e)->runs_in_writer(i)) {
+      const Node* writer = nullptr;
+      for (const Node& w : graph.nodes)
+        if (w.output == n.inputs[0]) writer = &w;
+      REQUIRE(writer != nullptr);
+      CHECK((*e)->packed_path(writer->index));
+    }
+  }
+  CHECK(fused == 2);
+  CHECK(separate == 1);
+}
+
+TEST_CASE("XNNPACK: a value an earlier node writes too is placed apart from that node's inputs", "[xnnpack]") {
+  // Values 0 -> node 0 -> 1 -> node 1 -> 2 -> node 2 -> 3. Without the early write, value 3 may reuse value 1's
+  // bytes (1 is dead after node 1); written from node 1 on, it must not.
+  Graph g;
+  g.values.resize(4);
+  for (Value& v : g.values) {
+    v.present = true;
+    v.numel = 64;
+    v.dims = {64};
+  }
+  g.values[0].flags = kValueExternalInput;
+  for (uint32_t i = 0; i < 3; ++i) {
+    Node n;
+    n.index = i;
+    n.inputs = {i};
+    n.output = i + 1;
+    g.nodes.push_back(n);
+  }
+  auto overlap = [](const IntermediatePlan& p, uint32_t a, uint32_t b) {
+    return p.offset[a] < p.offset[b] + 64 && p.offset[b] < p.offset[a] + 64;
+  };
+  auto plain = plan_intermediates(g);
+  REQUIRE(plain.has_value());
+  CHECK(overlap(*plain, 1, 3));  // the reuse the early write must prevent
+  const std::pair<uint32_t, size_t> early[] = {{3, 1}};
+  auto planned = plan_intermediates(g, early);
+  REQUIRE(planned.has_value());
+  CHECK_FALSE(overlap(*planned, 1, 3));
+  CHECK_FALSE(overlap(*planned, 2, 3));
 }
 
 TEST_CASE("XNNPACK quantization: truncations and byte flips of quantized payloads never crash",

@@ -60,6 +60,27 @@ class CNN(nn.Module):
         return self.fc(torch.flatten(y, 1))
 
 
+class InvertedResidual(nn.Module):
+    """mobilenet_v2's block: ReLU6 after the expanding and the depthwise convolutions stays a Clamp node of its own
+    in the payload, reading a quantized convolution output that nothing else reads (the executor runs it inside the
+    convolution, Note [xnnpack block finish]); a ReLU6 on an output that the residual add also reads does not fuse."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Conv2d(8, 24, 1)
+        self.dw = nn.Conv2d(24, 24, 3, padding=1, groups=24)
+        self.project = nn.Conv2d(24, 8, 1)
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 6)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = F.relu6(self.dw(F.relu6(self.expand(x))))
+        y = self.project(y) + x
+        y = F.relu6(y) + y
+        return self.fc(y.mean((2, 3)))
+
+
 def calibrate(model, example):
     torch.manual_seed(SEED + 1)
     for _ in range(8):
@@ -106,7 +127,7 @@ def upstream_outputs(pte_path, inputs):
 
 def fixtures():
     torch.manual_seed(SEED)
-    mlp, cnn = MLP().eval(), CNN().eval()
+    mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
         cnn.bn.running_var.uniform_(0.5, 1.5)
@@ -119,6 +140,7 @@ def fixtures():
         "q_mlp_static_xnnpack": (mlp, x_mlp, False, True),
         "q_mlp_dynamic_xnnpack": (mlp, x_mlp, True, True),
         "q_cnn_static_xnnpack": (cnn, x_cnn, False, True),
+        "q_inverted_residual_xnnpack": (block, (torch.randn(1, 3, 12, 12),), False, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),
         "q_cnn_static_portable": (cnn, x_cnn, False, False),
     }

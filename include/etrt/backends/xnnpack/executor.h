@@ -52,7 +52,10 @@ class Executor {
       ETRT_CHECK_OK(checks::common(g, n));
       e->kinds_.push_back(kind);
     }
-    ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g));
+    const std::vector<Fusion> fusable = e->fusable_readers(g);
+    std::vector<std::pair<uint32_t, size_t>> written_early;
+    for (const Fusion& f : fusable) written_early.emplace_back(g.nodes[f.reader].output, f.writer);
+    ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (!e->kinds_[i]->scratch) continue;
@@ -127,6 +130,26 @@ class Executor {
       if (!e->kinds_[i]->prepare) continue;
       ETRT_TRY(e->prepared_[i], e->kinds_[i]->prepare(g, g.nodes[i], e->ptr_, budget));
     }
+    e->fused_.assign(g.nodes.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (!e->prepared_[i].packed_path) continue;
+      BlockFinish& f = e->prepared_[i].finish;
+      const uint32_t v = g.nodes[i].output;
+      if (g.values[v].quant.kind == QuantKind::PerTensor) f = {.round = true, .grid = grid_of(g.values[v])};
+      const auto fusion = std::ranges::find(fusable, i, &Fusion::writer);
+      if (fusion == fusable.end()) continue;
+      const Node& next = g.nodes[fusion->reader];
+      f.next = true;
+      f.next_grid = grid_of(g.values[next.output]);
+      if (next.has_min_max) {
+        f.lo = next.out_min;
+        f.hi = next.out_max;
+      }
+      f.ptr = &e->ptr_;
+      f.src = v;
+      f.dst = next.output;
+      e->fused_[next.index] = true;
+    }
     e->release_packed_only_copies(g);
     e->row_params_.resize(g.values.size());
     for (size_t id = 0; id < g.values.size(); ++id) {
@@ -140,6 +163,37 @@ class Executor {
     e->g_ = std::move(g);
     return e;
   }
+
+  /// Note [xnnpack block finish]: a Clamp/Convert/Copy/StaticReshape node (`reader`) onto a per-tensor quantized
+  /// grid whose input is an intermediate, float or per-tensor quantized, that only it reads, written by a node that
+  /// may take the packed path (`writer`), which may then run the reader block by block. The reader's output then
+  /// lives from the writer on.
+  struct Fusion {
+    size_t writer, reader;
+  };
+  std::vector<Fusion> fusable_readers(const Graph& g) const {
+    std::vector<uint32_t> readers(g.values.size(), 0);
+    std::vector<size_t> writer(g.values.size(), SIZE_MAX);
+    for (const Node& n : g.nodes) {
+      for (uint32_t id : n.inputs)
+        if (id != kNoValue) ++readers[id];
+      if (n.output != kNoValue) writer[n.output] = n.index;
+    }
+    std::vector<Fusion> out;
+    for (const Node& n : g.nodes) {
+      if (kinds_[n.index]->run != &run::copy || n.inputs.empty() || n.output == kNoValue) continue;
+      const uint32_t v = n.inputs[0];
+      if (v == kNoValue || writer[v] == SIZE_MAX || readers[v] != 1 || !kinds_[writer[v]]->prepare) continue;
+      const Value& in = g.values[v];
+      const Value& o = g.values[n.output];
+      const bool in_grid = in.quant.kind == QuantKind::None || in.quant.kind == QuantKind::PerTensor;
+      if (o.quant.kind == QuantKind::PerTensor && in_grid && in.constant.empty() && !(in.flags & kExternal) &&
+          in.numel == o.numel)
+        out.push_back({writer[v], n.index});
+    }
+    return out;
+  }
+  static Grid grid_of(const Value& v) { return {v.quant.scale, v.quant.zero_point, qrange(v.datatype)}; }
 
   /// A float copy of a constant (a dequantized or realigned filter) that only packed nodes read is not kept beside
   /// their packed copies: those nodes read the filter (input 1) from their panels alone.
@@ -222,6 +276,7 @@ class Executor {
     const kernels::PoolScope threads(kernels::thread_pool());  // the calling thread's workers, shared by its graphs
     const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_, row_params_};
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (fused_[i]) continue;  // run by the node before it (Note [xnnpack block finish])
       const Node& n = g_.nodes[i];
       const bool clamps = n.has_min_max && !prepared_[i].packed_path &&
                           (n.out_min > -std::numeric_limits<float>::infinity() ||
@@ -246,7 +301,7 @@ class Executor {
         ETRT_CHECK_OK(kernels::clamp_out<detail::F>(ctx, o, std::optional<Scalar>(detail::fscalar(n.out_min)),
                                                     std::optional<Scalar>(detail::fscalar(n.out_max)), o));
       }
-      requantize_output(n);
+      if (!prepared_[i].finish.round) requantize_output(n);  // else done block by block (Note [xnnpack block finish])
     }
     for (const StagedOutput& s : staged_outputs_) {
       const Value& v = g_.values[s.id];
@@ -266,6 +321,8 @@ class Executor {
   const Graph& graph() const { return g_; }
   /// Whether node `i` (by position) runs on its filter packed at load (packed_filters.h).
   bool packed_path(size_t i) const { return i < prepared_.size() && prepared_[i].packed_path; }
+  /// Whether node i runs inside the node writing its input (Note [xnnpack block finish]).
+  bool runs_in_writer(size_t i) const { return i < fused_.size() && fused_[i]; }
   /// True while the executor holds a float copy of value `id` (a dequantized or realigned constant).
   bool holds_float_copy(uint32_t id) const { return id < storage_.size() && storage_[id] != nullptr; }
 
@@ -364,6 +421,7 @@ class Executor {
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks
   std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
+  std::vector<bool> fused_;                          // by node position: run by the node writing its input
   std::vector<std::vector<quant::DynamicParams>> row_params_;  // by value id: NodeRun::row_params
   // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.
   struct StagedOutput {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -17,8 +18,11 @@ struct IntermediatePlan {
 
 /// Liveness-planned placement of the intermediates in one arena: a value lives from the node that writes it to
 /// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
-/// aliases its inputs). Also rejects a graph that reads an intermediate no earlier node wrote.
-inline Result<IntermediatePlan> plan_intermediates(const Graph& g) {
+/// aliases its inputs). `written_early` lists (value, node) pairs whose value an earlier node writes too (Note
+/// [xnnpack block finish]): its life starts there. Also rejects a graph that reads an intermediate no earlier node
+/// wrote.
+inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
+                                                   std::span<const std::pair<uint32_t, size_t>> written_early = {}) {
   const size_t nv = g.values.size();
   const auto internal = [&](uint32_t id) {
     const Value& v = g.values[id];
@@ -39,6 +43,8 @@ inline Result<IntermediatePlan> plan_intermediates(const Graph& g) {
       def[out] = last[out] = static_cast<int64_t>(i);
     }
   }
+  for (const auto& [id, node] : written_early)
+    if (def[id] >= 0) def[id] = std::min(def[id], static_cast<int64_t>(node));
   std::vector<uint32_t> order;
   for (uint32_t id = 0; id < nv; ++id)
     if (def[id] >= 0) order.push_back(id);

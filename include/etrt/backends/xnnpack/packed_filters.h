@@ -12,11 +12,13 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
 #include "etrt/backends/xnnpack/graph.h"
 #include "etrt/backends/xnnpack/qd8_gemm.h"
+#include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/nhwc_conv.h"
@@ -25,8 +27,33 @@
 namespace etrt::xnnpack {
 
 /// What a node prepared at load (Note [xnnpack packed filters]).
+/// A per-tensor quantization grid.
+struct Grid {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+  QRange range{};
+};
+
+/// Note [xnnpack block finish]: what a node on the packed kernels does to each block of its output as it finishes
+/// it, while the block is in cache and on the thread that computed it, instead of in passes of the executor's own
+/// over the whole output: the rounding onto a per-tensor quantized output's grid, and the whole of a
+/// Clamp/Convert/Copy/StaticReshape node onto a quantized grid (`next`) that is the output's only reader, written
+/// at the same flat position of that node's output. The results are those of the passes it replaces, in the same
+/// order; the executor then skips them. `ptr` is the executor's per-call value buffers, read at each block.
+struct BlockFinish {
+  bool round = false;  // round the output onto `grid`, in place
+  Grid grid;
+  bool next = false;   // then run the reading node: clamp to [lo, hi], round onto next_grid, into value `dst`
+  Grid next_grid;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  const std::vector<float*>* ptr = nullptr;
+  uint32_t src = 0, dst = 0;
+  bool any() const { return round || next; }
+};
+
 struct PreparedNode {
   bool packed_path = false;                      // the node runs on the packed kernels and applies its own clamp
+  BlockFinish finish;                            // set by the executor for a packed path (Note [xnnpack block finish])
   std::vector<kernels::gemm::PackedB> packed;    // the filter, one matrix per group (none for depthwise)
   // A fully-connected node of a dynamically quantized activation and a weight kept quantized: what the integer
   // kernels need (qd8_gemm.h); weight None when the node takes the float path.
@@ -38,12 +65,32 @@ using PrepareFn = Result<PreparedNode> (*)(const Graph&, const Node&, std::span<
 
 namespace packed {
 
-inline kernels::gemm::Epilogue epilogue(const Node& n, const float* bias) {
+inline void finish_block(const void* state, float* c, int64_t rows, int64_t cols, int64_t ldc) {
+  const auto& f = *static_cast<const BlockFinish*>(state);
+  if (ldc == cols) {  // contiguous rows: one run
+    cols *= rows;
+    rows = 1;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = c + r * ldc;
+    if (f.round) quant::fake_quantize(row, cols, f.grid.scale, f.grid.zero_point, f.grid.range);
+    if (f.next) {
+      float* out = (*f.ptr)[f.dst] + (row - (*f.ptr)[f.src]);
+      quant::fake_quantize(row, out, cols, f.next_grid.scale, f.next_grid.zero_point, f.next_grid.range, f.lo, f.hi);
+    }
+  }
+}
+
+inline kernels::gemm::Epilogue epilogue(const PreparedNode& p, const Node& n, const float* bias) {
   kernels::gemm::Epilogue ep;
   ep.bias = bias;
   if (n.has_min_max) {
     ep.lo = n.out_min;
     ep.hi = n.out_max;
+  }
+  if (p.finish.any()) {
+    ep.finish = &finish_block;
+    ep.finish_state = &p.finish;
   }
   return ep;
 }
@@ -166,7 +213,7 @@ inline Status fully_connected(const PreparedNode& p, const Node& n, const float*
   const int64_t m = xs.numel() / b.k;
   if (os.numel() != m * b.n)
     return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", b.n);
-  kernels::gemm::packed_gemm(m, b, epilogue(n, bias), out, b.n, kernels::gemm::MatrixRows{x, b.k});
+  kernels::gemm::packed_gemm(m, b, epilogue(p, n, bias), out, b.n, kernels::gemm::MatrixRows{x, b.k});
   return {};
 }
 
@@ -178,7 +225,7 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
   if (!geo.valid() || xs.d[0] != os.d[0])
     return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
                 " do not fit the convolution's window");
-  const kernels::gemm::Epilogue ep = epilogue(n, bias);
+  const kernels::gemm::Epilogue ep = epilogue(p, n, bias);
   if (depthwise) {
     if (!kernels::nhwc::depthwise(geo, geo.O / geo.C, x, filter, ep, out))
       return fail(Error::InvalidProgram, "a depthwise window of ", geo.KH, "x", geo.KW, " over ", geo.C,

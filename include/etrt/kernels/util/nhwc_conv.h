@@ -190,7 +190,8 @@ inline DepthwiseFn pick_depthwise() {
 
 }  // namespace detail
 
-/// out [N, OH, OW, C * mult] = clamp(depthwise conv(in [N, H, W, C], filter [KH, KW, C * mult]) + bias); false
+/// out [N, OH, OW, C * mult] = clamp(depthwise conv(in [N, H, W, C], filter [KH, KW, C * mult]) + bias), then
+/// ep.finish on each output row; false
 /// (nothing written) for a window of more than kMaxDepthwiseTaps taps or channels that are not C * mult.
 inline bool depthwise(const Geometry& g, int64_t mult, const float* in, const float* filter, const gemm::Epilogue& ep,
                       float* out) {
@@ -198,8 +199,16 @@ inline bool depthwise(const Geometry& g, int64_t mult, const float* in, const fl
   const detail::DepthwiseFn fn = detail::pick_depthwise();
   const int64_t rows = g.N * g.OH;
   const int64_t work = rows * g.OW * g.O * g.KH * g.KW;
-  if (work < min_parallel_work() || rows < 2) fn(g, mult, in, filter, ep, out, 0, rows);
-  else parallel_for(rows, 1, [&](int64_t r0, int64_t r1) { fn(g, mult, in, filter, ep, out, r0, r1); });
+  const int64_t row_floats = g.OW * g.O;
+  // One output row at a time, so ep.finish reads the row while it is in cache.
+  const auto run_rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      fn(g, mult, in, filter, ep, out, r, r + 1);
+      ep.finish_block(out + r * row_floats, g.OW, g.O, g.O);
+    }
+  };
+  if (work < min_parallel_work() || rows < 2) run_rows(0, rows);
+  else parallel_for(rows, 1, run_rows);
   return true;
 }
 

@@ -34,8 +34,17 @@ struct Epilogue {
   const float* bias = nullptr;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
+  /// Optional: run on each finished block of C (rows x cols at c, row stride ldc), after the clamp, by the thread
+  /// that wrote it, while the block is still in cache. The XNNPACK delegate rounds a quantized output onto its grid
+  /// here, instead of in a pass of its own over the whole output from memory on one thread.
+  void (*finish)(const void* state, float* c, int64_t rows, int64_t cols, int64_t ldc) = nullptr;
+  const void* finish_state = nullptr;
+
   bool clamps() const {
     return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity();
+  }
+  void finish_block(float* c, int64_t rows, int64_t cols, int64_t ldc) const {
+    if (finish && rows > 0 && cols > 0) finish(finish_state, c, rows, cols, ldc);
   }
 };
 
@@ -149,14 +158,16 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
           }
         }
       }
+      if (last) ep.finish_block(c + ic * ldc + p0 * nr, mc, std::min<int64_t>(p1 * nr, B.n) - p0 * nr, ldc);
     }
   }
 }
 
 }  // namespace detail
 
-/// C (m x B.n, row stride ldc) = clamp(A * B + bias), A read through pack_a (see detail::packed_block). Large
-/// products are split across threads by rows of C when there are enough of them, else by column panels.
+/// C (m x B.n, row stride ldc) = clamp(A * B + bias), then ep.finish, A read through pack_a (see
+/// detail::packed_block). Large products are split across threads by rows of C when there are enough of them, else
+/// by column panels.
 template <class PackA>
 inline void packed_gemm(int64_t m, const PackedB& B, const Epilogue& ep, float* c, int64_t ldc, PackA&& pack_a) {
   if (m <= 0 || B.n <= 0) return;
@@ -166,6 +177,7 @@ inline void packed_gemm(int64_t m, const PackedB& B, const Epilogue& ep, float* 
         const float v = ep.bias ? ep.bias[j] : 0.f;
         c[i * ldc + j] = ep.clamps() ? std::min(std::max(v, ep.lo), ep.hi) : v;
       }
+    ep.finish_block(c, m, B.n, ldc);
     return;
   }
   const int64_t panels = B.panels();
