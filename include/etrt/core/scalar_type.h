@@ -51,33 +51,59 @@ constexpr bool is_valid(ScalarType t) {
   return v >= 0 && v < kNumScalarTypes;
 }
 
+namespace scalar_type_detail {
+struct Info {
+  uint8_t size;
+  std::string_view name, numpy_name;
+};
+/// One row per ScalarType, by code: element size in bytes, the runtime's name, the NumPy / torch spelling.
+inline constexpr Info kInfo[kNumScalarTypes] = {
+    {1, "Byte", "uint8"},  // 0
+    {1, "Char", "int8"},  // 1
+    {2, "Short", "int16"},  // 2
+    {4, "Int", "int32"},  // 3
+    {8, "Long", "int64"},  // 4
+    {2, "Half", "float16"},  // 5
+    {4, "Float", "float32"},  // 6
+    {8, "Double", "float64"},  // 7
+    {4, "ComplexHalf", "complex32"},  // 8
+    {8, "ComplexFloat", "complex64"},  // 9
+    {16, "ComplexDouble", "complex128"},  // 10
+    {1, "Bool", "bool"},  // 11
+    {1, "QInt8", "qint8"},  // 12
+    {1, "QUInt8", "quint8"},  // 13
+    {4, "QInt32", "qint32"},  // 14
+    {2, "BFloat16", "bfloat16"},  // 15
+    {1, "QUInt4x2", "quint4x2"},  // 16
+    {1, "QUInt2x4", "quint2x4"},  // 17
+    {1, "Bits1x8", "bits1x8"},  // 18
+    {1, "Bits2x4", "bits2x4"},  // 19
+    {1, "Bits4x2", "bits4x2"},  // 20
+    {1, "Bits8", "bits8"},  // 21
+    {2, "Bits16", "bits16"},  // 22
+    {1, "Float8_e5m2", "float8_e5m2"},  // 23
+    {1, "Float8_e4m3fn", "float8_e4m3fn"},  // 24
+    {1, "Float8_e5m2fnuz", "float8_e5m2fnuz"},  // 25
+    {1, "Float8_e4m3fnuz", "float8_e4m3fnuz"},  // 26
+    {2, "UInt16", "uint16"},  // 27
+    {4, "UInt32", "uint32"},  // 28
+    {8, "UInt64", "uint64"},  // 29
+};
+}  // namespace scalar_type_detail
+
 /// Element size in bytes; 0 for a value outside 0..29.
 constexpr size_t element_size(ScalarType t) {
-  constexpr uint8_t kSizes[kNumScalarTypes] = {1, 1, 2, 4, 8, 2, 4, 8, 4, 8, 16, 1, 1, 1, 4,
-                                               2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 4, 8};
-  return is_valid(t) ? kSizes[static_cast<int>(t)] : 0;
+  return is_valid(t) ? scalar_type_detail::kInfo[static_cast<int>(t)].size : 0;
 }
 
 /// The runtime's name for a dtype ("Float"), as upstream's toString prints it (TensorInfo repr).
 constexpr std::string_view name(ScalarType t) {
-  constexpr std::string_view kNames[kNumScalarTypes] = {
-      "Byte",   "Char",     "Short",    "Int",         "Long",          "Half",          "Float",
-      "Double", "ComplexHalf", "ComplexFloat", "ComplexDouble", "Bool", "QInt8", "QUInt8",
-      "QInt32", "BFloat16", "QUInt4x2", "QUInt2x4", "Bits1x8", "Bits2x4", "Bits4x2",
-      "Bits8",  "Bits16",   "Float8_e5m2", "Float8_e4m3fn", "Float8_e5m2fnuz", "Float8_e4m3fnuz",
-      "UInt16", "UInt32",   "UInt64"};
-  return is_valid(t) ? kNames[static_cast<int>(t)] : std::string_view("Undefined");
+  return is_valid(t) ? scalar_type_detail::kInfo[static_cast<int>(t)].name : std::string_view("Undefined");
 }
 
 /// The NumPy / torch spelling of a dtype ("float32", "bfloat16").
 constexpr std::string_view numpy_name(ScalarType t) {
-  constexpr std::string_view kNames[kNumScalarTypes] = {
-      "uint8",   "int8",      "int16",    "int32",        "int64",         "float16",       "float32",
-      "float64", "complex32", "complex64", "complex128", "bool",         "qint8",         "quint8",
-      "qint32",  "bfloat16",  "quint4x2", "quint2x4",     "bits1x8",       "bits2x4",       "bits4x2",
-      "bits8",   "bits16",    "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
-      "uint16",  "uint32",    "uint64"};
-  return is_valid(t) ? kNames[static_cast<int>(t)] : std::string_view("undefined");
+  return is_valid(t) ? scalar_type_detail::kInfo[static_cast<int>(t)].numpy_name : std::string_view("undefined");
 }
 
 constexpr bool is_floating(ScalarType t) {

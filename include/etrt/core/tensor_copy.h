@@ -41,6 +41,22 @@ inline bool is_dense(std::span<const int64_t> sizes, std::span<const int64_t> st
   return true;
 }
 
+/// Steps the row-major index `idx` over dims [0, rank) of `sizes`, carrying the offsets `a` and `b` of two strided
+/// layouts; false once it has wrapped past the last position. The strided copies call it once per innermost row.
+inline bool advance_offsets(int rank, const int64_t* sizes, int64_t* idx, const int64_t* a_strides, int64_t& a,
+                            const int64_t* b_strides, int64_t& b) {
+  for (int k = rank - 1; k >= 0; --k) {
+    ++idx[k];
+    a += a_strides[k];
+    b += b_strides[k];
+    if (idx[k] < sizes[k]) return true;
+    a -= a_strides[k] * sizes[k];
+    b -= b_strides[k] * sizes[k];
+    idx[k] = 0;
+  }
+  return false;
+}
+
 /// Copies `sizes` elements of `elem_size` bytes from a strided source to a strided destination (strides in
 /// elements). Both ranges must be valid for those strides.
 inline void copy_strided(void* dst, std::span<const int64_t> dst_strides, const void* src,
@@ -67,17 +83,7 @@ inline void copy_strided(void* dst, std::span<const int64_t> dst_strides, const 
         std::memmove(d + (doff + i * ds) * static_cast<int64_t>(elem_size),
                     s + (soff + i * ss) * static_cast<int64_t>(elem_size), elem_size);
     }
-    int k = last - 1;
-    for (; k >= 0; --k) {
-      ++idx[k];
-      doff += dst_strides[k];
-      soff += src_strides[k];
-      if (idx[k] < sizes[k]) break;
-      doff -= dst_strides[k] * sizes[k];
-      soff -= src_strides[k] * sizes[k];
-      idx[k] = 0;
-    }
-    if (k < 0) return;
+    if (!advance_offsets(last, sizes.data(), idx.data(), dst_strides.data(), doff, src_strides.data(), soff)) return;
   }
 }
 

@@ -30,25 +30,32 @@ namespace attrs {
 inline double f64(std::span<const uint64_t> raw, size_t k) { return std::bit_cast<double>(raw[k]); }
 inline int64_t i64(std::span<const uint64_t> raw, size_t k) { return std::bit_cast<int64_t>(raw[k]); }
 
-/// One attribute into one field: ADD/SUB's alpha, the scalar of ADD_SCALAR/MUL_SCALAR/EQ_SCALAR, SOFTMAX's dim (its
-/// range is checked with the shapes).
+template <class T>
+void read_attr(T& field, std::span<const uint64_t> raw, size_t k) {
+  if constexpr (std::is_same_v<T, double>) field = f64(raw, k);
+  else field = i64(raw, k);
+}
+/// Attributes straight into fields, in order, each read as its field's type; the ranges of dims and indices are
+/// checked with the shapes.
+template <auto... Fields>
+Status fields(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
+  size_t k = 0;
+  (read_attr(n.*Fields, raw, k++), ...);
+  return {};
+}
+/// ADD/SUB's alpha, the scalar of ADD_SCALAR/MUL_SCALAR/EQ_SCALAR, SOFTMAX's dim.
 template <auto Field>
-Status one(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
-  using T = std::remove_reference_t<decltype(n.*Field)>;
-  if constexpr (std::is_same_v<T, double>) n.*Field = f64(raw, 0);
-  else n.*Field = i64(raw, 0);
+inline constexpr AttrFn one = fields<Field>;
+inline constexpr AttrFn addmm = fields<&NodeDesc::beta, &NodeDesc::alpha>;
+inline constexpr AttrFn select = fields<&NodeDesc::dim, &NodeDesc::index>;
+
+inline Status check_flag(std::string_view at, std::string_view what, int64_t v, std::string_view expected) {
+  if (v != 0 && v != 1) return fail(Error::InvalidProgram, at, ": ", what, " is ", v, ", expected ", expected);
   return {};
 }
 inline Status gelu(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view at) {
   n.approximate = i64(raw, 0);
-  if (n.approximate != 0 && n.approximate != 1)
-    return fail(Error::InvalidProgram, at, ": approximate is ", n.approximate, ", expected 0 (none) or 1 (tanh)");
-  return {};
-}
-inline Status addmm(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
-  n.beta = f64(raw, 0);
-  n.alpha = f64(raw, 1);
-  return {};
+  return check_flag(at, "approximate", n.approximate, "0 (none) or 1 (tanh)");
 }
 inline Status layer_norm(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view at) {
   n.eps = f64(raw, 0);
@@ -57,18 +64,10 @@ inline Status layer_norm(NodeDesc& n, std::span<const uint64_t> raw, std::span<c
     return fail(Error::InvalidProgram, at, ": eps ", n.eps, " is not a finite non-negative number");
   return {};
 }
-/// SELECT: dim and index, both range checked with the shapes.
-inline Status select(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view) {
-  n.dim = i64(raw, 0);
-  n.index = i64(raw, 1);
-  return {};
-}
 inline Status any(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc>, std::string_view at) {
   n.dim = i64(raw, 0);
   n.keepdim = i64(raw, 1);
-  if (n.keepdim != 0 && n.keepdim != 1)
-    return fail(Error::InvalidProgram, at, ": keepdim is ", n.keepdim, ", expected 0 or 1");
-  return {};
+  return check_flag(at, "keepdim", n.keepdim, "0 or 1");
 }
 /// FULL: the value, which must fit a bool output.
 inline Status full(NodeDesc& n, std::span<const uint64_t> raw, std::span<const ValueDesc> values, std::string_view at) {

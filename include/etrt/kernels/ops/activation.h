@@ -72,13 +72,20 @@ Status silu_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
   });
 }
 
+namespace detail {
+/// x + 3 clamped to [0, 6] (NaN stays NaN): the ramp that hardswish and hardsigmoid scale.
+template <class C>
+C hard_ramp(C x) {
+  const C r = x + C(3);
+  return r < C(0) ? C(0) : (r > C(6) ? C(6) : r);
+}
+}  // namespace detail
+
 template <class Dtypes>
 Status hardswish_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
   return unary_map<Dtypes>("hardswish.out", ctx, self, out, [](auto x) {
     using C = decltype(x);
-    C r = x + C(3);
-    r = r < C(0) ? C(0) : (r > C(6) ? C(6) : r);
-    return static_cast<C>(x * r / C(6));
+    return static_cast<C>(x * detail::hard_ramp(x) / C(6));
   });
 }
 
@@ -86,9 +93,7 @@ template <class Dtypes>
 Status hardsigmoid_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
   return unary_map<Dtypes>("hardsigmoid.out", ctx, self, out, [](auto x) {
     using C = decltype(x);
-    C r = x + C(3);
-    r = r < C(0) ? C(0) : (r > C(6) ? C(6) : r);
-    return static_cast<C>(r / C(6));
+    return static_cast<C>(detail::hard_ramp(x) / C(6));
   });
 }
 

@@ -50,20 +50,12 @@ Status div_out(KernelContext& ctx, const Tensor& self, const Tensor& other, Tens
 }
 
 namespace detail {
-/// Division rounded toward zero. Integer division by zero sets `dz` (the caller reports it); x / -1 wraps like
-/// torch's two's-complement result instead of trapping on the most negative value.
+/// Division rounded toward zero.
 struct TruncDivFn {
   template <class C>
   C operator()(C x, C y, bool& dz) const {
     if constexpr (std::is_integral_v<C>) {
-      if (y == 0) {
-        dz = true;
-        return 0;
-      }
-      if constexpr (std::is_signed_v<C>) {
-        if (y == -1) return static_cast<C>(-static_cast<std::make_unsigned_t<C>>(x));
-      }
-      return static_cast<C>(x / y);
+      return guarded_int_div<true>(x, y, dz, [](C a, C b) { return static_cast<C>(a / b); });
     } else {
       return std::trunc(x / y);
     }
@@ -111,17 +103,13 @@ Status div_scalar_mode_out(KernelContext& ctx, const Tensor& self, const Scalar&
     if constexpr (std::is_integral_v<C>) {
       // An integral output means a rounding mode was given (true division was refused above).
       if (y == 0) return fail(Error::InvalidArgument, op, ": integer division by zero");
-      bool dz = false;
-      if (*mode == "trunc")
-        return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::TruncDivFn{}(x, y, dz); }, self);
-      return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::FloorDivFn{}(x, y, dz); }, self);
     } else {
-      bool dz = false;  // floating division by zero gives inf/NaN, never an error
       if (!mode) return map_elementwise<C, C>(op, out, [y](C x) { return x / y; }, self);
-      if (*mode == "trunc")
-        return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::TruncDivFn{}(x, y, dz); }, self);
-      return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::FloorDivFn{}(x, y, dz); }, self);
     }
+    bool dz = false;  // never set: y is a nonzero integer here, and floating division by zero gives inf/NaN
+    if (*mode == "trunc")
+      return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::TruncDivFn{}(x, y, dz); }, self);
+    return map_elementwise<C, C>(op, out, [y, &dz](C x) { return detail::FloorDivFn{}(x, y, dz); }, self);
   });
 }
 

@@ -95,26 +95,22 @@ ETRT_BITWISE_OP(bitwise_xor, x ^ y)
 namespace detail {
 /// torch's shifts: a shift by a negative count or by the type's width or more gives 0 (left) or the sign fill
 /// (right), never the undefined behaviour of C++'s shift operators.
-template <class T>
-T shift_left(T x, T y) {
+template <bool Left, class T>
+T shift(T x, T y) {
   if constexpr (std::is_same_v<T, bool>) {
     return y ? false : x;
   } else {
     constexpr int64_t bits = sizeof(T) * 8;
-    if (y < 0 || static_cast<int64_t>(y) >= bits) return T{0};
-    return static_cast<T>(static_cast<wrap_unsigned_t<T>>(x) << y);
+    if (y < 0 || static_cast<int64_t>(y) >= bits)
+      return !Left && std::is_signed_v<T> ? static_cast<T>(x < 0 ? -1 : 0) : T{0};
+    if constexpr (Left) return static_cast<T>(static_cast<wrap_unsigned_t<T>>(x) << y);
+    else return static_cast<T>(x >> y);
   }
 }
 template <class T>
-T shift_right(T x, T y) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return y ? false : x;
-  } else {
-    constexpr int64_t bits = sizeof(T) * 8;
-    if (y < 0 || static_cast<int64_t>(y) >= bits) return std::is_signed_v<T> ? static_cast<T>(x < 0 ? -1 : 0) : T{0};
-    return static_cast<T>(x >> y);
-  }
-}
+T shift_left(T x, T y) { return shift<true>(x, y); }
+template <class T>
+T shift_right(T x, T y) { return shift<false>(x, y); }
 }  // namespace detail
 
 ETRT_BITWISE_OP(bitwise_left_shift, detail::shift_left(x, decltype(x)(y)))

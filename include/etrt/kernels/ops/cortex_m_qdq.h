@@ -25,14 +25,19 @@ inline Status check(std::string_view op, double scale, int64_t zero_point, int64
   return {};
 }
 
+/// Both ops once check() passed: input holds I, out (resized to input's sizes) gets O = f(x) per element.
 template <class I, class O, class F>
-inline void map(const Tensor& in, Tensor& out, F&& f) {
+inline Status map(std::string_view op, KernelContext& ctx, const Tensor& in, Tensor& out, F&& f) {
+  ETRT_CHECK_OK(check_dtype(op, "input", in, dtype_of<I>));
+  ETRT_CHECK_OK(check_dtype(op, "out", out, dtype_of<O>));
+  ETRT_CHECK_OK(ctx.resize(op, out, in.sizes()));
   const Shape sh = shape_of(in.sizes());
   std::array<std::array<int64_t, kMaxDims>, 2> st{};
   for (int d = 0; d < in.dim(); ++d) st[0][d] = out.stride(d), st[1][d] = in.stride(d);
   const I* x = in.data_as<const I>();
   O* y = out.data_as<O>();
   for_each_offset<2>(sh, st, [&](const std::array<int64_t, 2>& off) { y[off[0]] = f(x[off[1]]); });
+  return {};
 }
 }  // namespace qdq_detail
 
@@ -41,18 +46,14 @@ Status quantize_per_tensor_out(KernelContext& ctx, const Tensor& input, double s
                                int64_t quant_min, int64_t quant_max, ScalarType dtype, Tensor& out) {
   constexpr std::string_view op = "cortex_m::quantize_per_tensor.out";
   ETRT_CHECK_OK(qdq_detail::check(op, scale, zero_point, quant_min, quant_max, dtype));
-  ETRT_CHECK_OK(check_dtype(op, "input", input, ScalarType::Float));
-  ETRT_CHECK_OK(check_dtype(op, "out", out, ScalarType::Char));
-  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
   const float inv = 1.0f / static_cast<float>(scale);
   const float lo = static_cast<float>(quant_min), hi = static_cast<float>(quant_max), zp = static_cast<float>(zero_point);
-  qdq_detail::map<float, int8_t>(input, out, [&](float x) {
+  return qdq_detail::map<float, int8_t>(op, ctx, input, out, [&](float x) {
     float v = std::nearbyint(x * inv) + zp;
     v = std::fmax(v, lo);  // NaN -> lo
     v = std::fmin(v, hi);
     return static_cast<int8_t>(v);
   });
-  return {};
 }
 
 template <class Dtypes>
@@ -60,12 +61,9 @@ Status dequantize_per_tensor_out(KernelContext& ctx, const Tensor& input, double
                                  int64_t quant_min, int64_t quant_max, ScalarType dtype, Tensor& out) {
   constexpr std::string_view op = "cortex_m::dequantize_per_tensor.out";
   ETRT_CHECK_OK(qdq_detail::check(op, scale, zero_point, quant_min, quant_max, dtype));
-  ETRT_CHECK_OK(check_dtype(op, "input", input, ScalarType::Char));
-  ETRT_CHECK_OK(check_dtype(op, "out", out, ScalarType::Float));
-  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
   const float fs = static_cast<float>(scale), zp = static_cast<float>(zero_point);
-  qdq_detail::map<int8_t, float>(input, out, [&](int8_t q) { return (static_cast<float>(q) - zp) * fs; });
-  return {};
+  return qdq_detail::map<int8_t, float>(op, ctx, input, out,
+                                        [&](int8_t q) { return (static_cast<float>(q) - zp) * fs; });
 }
 
 }  // namespace etrt::kernels::cortex_m

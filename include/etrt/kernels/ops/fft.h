@@ -154,13 +154,34 @@ inline Result<std::vector<int>> check_dims(std::string_view op, std::span<const 
   return out;
 }
 
-inline Result<double> norm_factor(std::string_view op, int64_t normalization, int64_t n) {
+/// The scale `normalization` asks for; the signal is the product of the transformed dims' sizes (none may be 0).
+inline Result<double> norm_factor(std::string_view op, int64_t normalization, std::span<const int64_t> sizes,
+                                  const std::vector<int>& dims) {
+  int64_t n = 1;
+  for (int d : dims) {
+    if (sizes[d] == 0) return fail(Error::InvalidArgument, op, ": cannot transform dim ", d, " of size 0");
+    n *= sizes[d];
+  }
   switch (normalization) {
     case 0: return 1.0;
     case 1: return 1.0 / std::sqrt(static_cast<double>(n));
     case 2: return 1.0 / static_cast<double>(n);
     default: return fail(Error::InvalidArgument, op, ": unsupported normalization ", normalization, " (0, 1 or 2)");
   }
+}
+
+/// How r2c and c2r start: self is `in32` or `in64` and out the matching `out32` or `out64`; returns the checked dims.
+inline Result<std::vector<int>> check_args(std::string_view op, const Tensor& self, const Tensor& out,
+                                           std::span<const int64_t> dim, ScalarType in32, ScalarType in64,
+                                           ScalarType out32, ScalarType out64) {
+  if (self.dtype() != in32 && self.dtype() != in64)
+    return fail(Error::InvalidArgument, op, ": input must be ", numpy_name(in32), " or ", numpy_name(in64), ", got ",
+                self.describe());
+  const ScalarType want = self.dtype() == in32 ? out32 : out64;
+  if (out.dtype() != want)
+    return fail(Error::InvalidArgument, op, ": out must be ", name(want), " for a ", name(self.dtype()), " input, got ",
+                name(out.dtype()));
+  return check_dims(op, dim, self.dim());
 }
 
 }  // namespace fft_detail
@@ -170,20 +191,10 @@ Status fft_r2c_out(KernelContext& ctx, const Tensor& self, std::span<const int64
                    bool onesided, Tensor& out) {
   using namespace fft_detail;
   constexpr std::string_view op = "_fft_r2c.out";
-  if (self.dtype() != ScalarType::Float && self.dtype() != ScalarType::Double)
-    return fail(Error::InvalidArgument, op, ": input must be float32 or float64, got ", self.describe());
-  const ScalarType ct = self.dtype() == ScalarType::Float ? ScalarType::ComplexFloat : ScalarType::ComplexDouble;
-  if (out.dtype() != ct)
-    return fail(Error::InvalidArgument, op, ": out must be ", name(ct), " for a ", name(self.dtype()),
-                " input, got ", name(out.dtype()));
-  ETRT_TRY(std::vector<int> dims, check_dims(op, dim, self.dim()));
+  ETRT_TRY(std::vector<int> dims, check_args(op, self, out, dim, ScalarType::Float, ScalarType::Double,
+                                             ScalarType::ComplexFloat, ScalarType::ComplexDouble));
   const int last = dims.back();
-  int64_t signal = 1;
-  for (int d : dims) {
-    if (self.size(d) == 0) return fail(Error::InvalidArgument, op, ": cannot transform dim ", d, " of size 0");
-    signal *= self.size(d);
-  }
-  ETRT_TRY(double fct, norm_factor(op, normalization, signal));
+  ETRT_TRY(double fct, norm_factor(op, normalization, self.sizes(), dims));
   Shape os = shape_of(self.sizes());
   const int64_t n = self.size(last), half = onesided ? n / 2 + 1 : n;
   os.sizes[last] = half;
@@ -222,13 +233,8 @@ Status fft_c2r_out(KernelContext& ctx, const Tensor& self, std::span<const int64
                    int64_t last_dim_size, Tensor& out) {
   using namespace fft_detail;
   constexpr std::string_view op = "_fft_c2r.out";
-  if (self.dtype() != ScalarType::ComplexFloat && self.dtype() != ScalarType::ComplexDouble)
-    return fail(Error::InvalidArgument, op, ": input must be complex64 or complex128, got ", self.describe());
-  const ScalarType rt = self.dtype() == ScalarType::ComplexFloat ? ScalarType::Float : ScalarType::Double;
-  if (out.dtype() != rt)
-    return fail(Error::InvalidArgument, op, ": out must be ", name(rt), " for a ", name(self.dtype()), " input, got ",
-                name(out.dtype()));
-  ETRT_TRY(std::vector<int> dims, check_dims(op, dim, self.dim()));
+  ETRT_TRY(std::vector<int> dims, check_args(op, self, out, dim, ScalarType::ComplexFloat, ScalarType::ComplexDouble,
+                                             ScalarType::Float, ScalarType::Double));
   const int last = dims.back();
   const int64_t n = last_dim_size, half = n / 2 + 1;
   if (n < 1) return fail(Error::InvalidArgument, op, ": last_dim_size ", n, " must be at least 1");
@@ -237,12 +243,7 @@ Status fft_c2r_out(KernelContext& ctx, const Tensor& self, std::span<const int64
                 " entries, a real output of ", n, " needs ", half);
   Shape os = shape_of(self.sizes());
   os.sizes[last] = n;
-  int64_t signal = 1;
-  for (int d : dims) {
-    if (os.sizes[d] == 0) return fail(Error::InvalidArgument, op, ": cannot transform dim ", d, " of size 0");
-    signal *= os.sizes[d];
-  }
-  ETRT_TRY(double fct, norm_factor(op, normalization, signal));
+  ETRT_TRY(double fct, norm_factor(op, normalization, os.span(), dims));
   ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
   if (out.numel() == 0) return {};
   // The half spectrum the transform reads, as a contiguous double buffer; inverse transforms along the other dims.

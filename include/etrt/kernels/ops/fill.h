@@ -25,14 +25,19 @@ inline Status check_sizes(std::string_view op, std::span<const int64_t> size) {
     if (s < 0) return fail(Error::InvalidArgument, op, ": negative size in ", shape_str(size));
   return {};
 }
+
+/// full, zeros and ones: `out` resized to `size` and filled with `v`.
+template <class Dtypes>
+Status full(std::string_view op, KernelContext& ctx, std::span<const int64_t> size, const Scalar& v, Tensor& out) {
+  ETRT_CHECK_OK(check_sizes(op, size));
+  ETRT_CHECK_OK(ctx.resize(op, out, size));
+  return fill_value<Dtypes>(op, out, v);
+}
 }  // namespace detail
 
 template <class Dtypes>
 Status full_out(KernelContext& ctx, std::span<const int64_t> size, const Scalar& fill_value, Tensor& out) {
-  constexpr std::string_view op = "full.out";
-  ETRT_CHECK_OK(detail::check_sizes(op, size));
-  ETRT_CHECK_OK(ctx.resize(op, out, size));
-  return detail::fill_value<Dtypes>(op, out, fill_value);
+  return detail::full<Dtypes>("full.out", ctx, size, fill_value, out);
 }
 
 template <class Dtypes>
@@ -74,18 +79,12 @@ Status fill_tensor_out(KernelContext& ctx, const Tensor& self, const Tensor& val
 
 template <class Dtypes>
 Status zeros_out(KernelContext& ctx, std::span<const int64_t> size, Tensor& out) {
-  constexpr std::string_view op = "zeros.out";
-  ETRT_CHECK_OK(detail::check_sizes(op, size));
-  ETRT_CHECK_OK(ctx.resize(op, out, size));
-  return detail::fill_value<Dtypes>(op, out, Scalar{int64_t{0}});
+  return detail::full<Dtypes>("zeros.out", ctx, size, Scalar{int64_t{0}}, out);
 }
 
 template <class Dtypes>
 Status ones_out(KernelContext& ctx, std::span<const int64_t> size, Tensor& out) {
-  constexpr std::string_view op = "ones.out";
-  ETRT_CHECK_OK(detail::check_sizes(op, size));
-  ETRT_CHECK_OK(ctx.resize(op, out, size));
-  return detail::fill_value<Dtypes>(op, out, Scalar{int64_t{1}});
+  return detail::full<Dtypes>("ones.out", ctx, size, Scalar{int64_t{1}}, out);
 }
 
 template <class Dtypes>

@@ -11,17 +11,6 @@
 namespace etrt::kernels {
 
 namespace index_detail {
-inline int64_t es_of(const Tensor& t) { return static_cast<int64_t>(element_size(t.dtype())); }
-
-/// self's view with dim `d` removed, based at index i along d.
-inline mv::View drop_dim(const Tensor& t, int d, int64_t i) {
-  mv::View v;
-  v.data = static_cast<char*>(t.data()) + i * (t.dim() ? t.stride(d) : 0) * es_of(t);
-  for (int k = 0; k < t.dim(); ++k)
-    if (k != d) v.push(t.size(k), t.stride(k));
-  return v;
-}
-
 inline Status check_index(std::string_view op, int64_t idx, int64_t size, int d) {
   if (idx < -size || idx >= size)
     return fail(Error::InvalidArgument, op, ": index ", idx, " is out of bounds for dim ", d, " with size ", size);
@@ -46,7 +35,7 @@ Status index_select_out(KernelContext& ctx, const Tensor& self, int64_t dim, con
   for (int64_t i = 0; i < n; ++i) {
     int64_t idx = mv::read_index(index, i * ist);
     if (idx < 0) idx += size;
-    mv::copy_views(es, index_detail::drop_dim(out, d, i), index_detail::drop_dim(self, d, idx));
+    mv::copy_views(es, shape_detail::drop_dim(out, d, i), shape_detail::drop_dim(self, d, idx));
   }
   return {};
 }
@@ -109,6 +98,34 @@ inline void by_size(size_t es, F&& f) {
     default: f.template operator()<uint64_t>(); break;
   }
 }
+
+/// gather (to[i] = from[index[i]]) or scatter (to[index[i]] = from[i]), moving elements as raw words of to's size.
+template <bool Scatter>
+inline Status move_gs(std::string_view op, const Tensor& index, const Tensor& from, int d, Tensor& to) {
+  Status st;
+  by_size(element_size(to.dtype()), [&]<class U>() {
+    U* o = to.data_as<U>();
+    const U* s = from.data_as<U>();
+    st = walk_gs(op, index, Scatter ? to : from, d, Scatter ? &from : &to, [&](int64_t other, int64_t indexed) {
+      if constexpr (Scatter) o[indexed] = s[other];
+      else o[other] = s[indexed];
+    });
+  });
+  return st;
+}
+
+/// What every scatter does first: the checks, then out resized and holding self; returns the wrapped dim.
+template <class Dtypes>
+inline Result<int> start_scatter(std::string_view op, KernelContext& ctx, const Tensor& self, int64_t dim,
+                                 const Tensor& index, const Tensor* src, Tensor& out) {
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
+  if (src) ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, *src, out));
+  ETRT_TRY(int d, mv::wrap_dim(op, dim, self.dim()));
+  ETRT_CHECK_OK(check_gs(op, self, d, index, src));
+  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
+  mv::copy_views(element_size(out.dtype()), mv::view_of(out), mv::view_of(self));
+  return d;
+}
 }  // namespace index_detail
 
 template <class Dtypes>
@@ -121,44 +138,23 @@ Status gather_out(KernelContext& ctx, const Tensor& self, int64_t dim, const Ten
   ETRT_CHECK_OK(index_detail::check_gs(op, self, d, index, nullptr));
   ETRT_CHECK_OK(ctx.resize(op, out, index.sizes()));
   if (index.numel() == 0) return {};
-  Status st;
-  index_detail::by_size(element_size(out.dtype()), [&]<class U>() {
-    U* o = out.data_as<U>();
-    const U* s = self.data_as<U>();
-    st = index_detail::walk_gs(op, index, self, d, &out, [&](int64_t oo, int64_t so) { o[oo] = s[so]; });
-  });
-  return st;
+  return index_detail::move_gs<false>(op, index, self, d, out);
 }
 
 template <class Dtypes>
 Status scatter_src_out(KernelContext& ctx, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                        Tensor& out) {
   constexpr std::string_view op = "scatter.src_out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, src, out));
-  ETRT_TRY(int d, mv::wrap_dim(op, dim, self.dim()));
-  ETRT_CHECK_OK(index_detail::check_gs(op, self, d, index, &src));
-  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
-  mv::copy_views(element_size(out.dtype()), mv::view_of(out), mv::view_of(self));
+  ETRT_TRY(int d, index_detail::start_scatter<Dtypes>(op, ctx, self, dim, index, &src, out));
   if (index.numel() == 0) return {};
-  Status st;
-  index_detail::by_size(element_size(out.dtype()), [&]<class U>() {
-    U* o = out.data_as<U>();
-    const U* s = src.data_as<U>();
-    st = index_detail::walk_gs(op, index, out, d, &src, [&](int64_t so, int64_t oo) { o[oo] = s[so]; });
-  });
-  return st;
+  return index_detail::move_gs<true>(op, index, src, d, out);
 }
 
 template <class Dtypes>
 Status scatter_value_out(KernelContext& ctx, const Tensor& self, int64_t dim, const Tensor& index,
                          const Scalar& value, Tensor& out) {
   constexpr std::string_view op = "scatter.value_out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
-  ETRT_TRY(int d, mv::wrap_dim(op, dim, self.dim()));
-  ETRT_CHECK_OK(index_detail::check_gs(op, self, d, index, nullptr));
-  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
-  mv::copy_views(element_size(out.dtype()), mv::view_of(out), mv::view_of(self));
+  ETRT_TRY(int d, index_detail::start_scatter<Dtypes>(op, ctx, self, dim, index, nullptr, out));
   if (index.numel() == 0) return {};
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     const T v = convert<T>(scalar_as<compute_t<T>>(value));
@@ -171,12 +167,7 @@ template <class Dtypes>
 Status scatter_add_out(KernelContext& ctx, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                        Tensor& out) {
   constexpr std::string_view op = "scatter_add.out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, src, out));
-  ETRT_TRY(int d, mv::wrap_dim(op, dim, self.dim()));
-  ETRT_CHECK_OK(index_detail::check_gs(op, self, d, index, &src));
-  ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
-  mv::copy_views(element_size(out.dtype()), mv::view_of(out), mv::view_of(self));
+  ETRT_TRY(int d, index_detail::start_scatter<Dtypes>(op, ctx, self, dim, index, &src, out));
   if (index.numel() == 0) return {};
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     using C = compute_t<T>;
@@ -469,7 +460,7 @@ Status select_scatter_out(KernelContext& ctx, const Tensor& self, const Tensor& 
   ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
   const size_t es = element_size(out.dtype());
   mv::copy_views(es, mv::view_of(out), mv::view_of(self));
-  mv::copy_views(es, index_detail::drop_dim(out, d, index), mv::view_of(src));
+  mv::copy_views(es, shape_detail::drop_dim(out, d, index), mv::view_of(src));
   return {};
 }
 

@@ -215,22 +215,10 @@ Status linear_out(KernelContext& ctx, const Tensor& input, const Tensor& weight,
     // Layouts whose leading dims do not collapse: go through row-major copies.
     const int64_t M = input.numel() / std::max<int64_t>(K, 1);
     std::vector<T> in_c(static_cast<size_t>(input.numel())), out_c(static_cast<size_t>(out.numel()));
-    auto dense = [](T* p, std::span<const int64_t> sizes) {
-      mv::View v;
-      v.data = reinterpret_cast<char*>(p);
-      int64_t st = 1;
-      v.rank = static_cast<int>(sizes.size());
-      for (int i = v.rank - 1; i >= 0; --i) {
-        v.sizes[i] = sizes[i];
-        v.strides[i] = st;
-        st *= std::max<int64_t>(sizes[i], 1);
-      }
-      return v;
-    };
-    mv::copy_views(sizeof(T), dense(in_c.data(), input.sizes()), mv::view_of(input));
-    if (beta != 0) mv::copy_views(sizeof(T), dense(out_c.data(), out.sizes()), mv::view_of(out));
+    mv::copy_views(sizeof(T), mv::contiguous_view(in_c.data(), input.sizes()), mv::view_of(input));
+    if (beta != 0) mv::copy_views(sizeof(T), mv::contiguous_view(out_c.data(), out.sizes()), mv::view_of(out));
     linalg_detail::matmul<T>(M, N, K, 1.0, {in_c.data(), K, 1}, B, beta, out_c.data(), N, 1);
-    mv::copy_views(sizeof(T), mv::view_of(out), dense(out_c.data(), out.sizes()));
+    mv::copy_views(sizeof(T), mv::view_of(out), mv::contiguous_view(out_c.data(), out.sizes()));
     return Status{};
   });
 }

@@ -225,6 +225,40 @@ inline void max_plane_f32_dense(const float* in, int64_t ihs, float* out, int64_
   }
 }
 
+/// One axis of an averaging window: input positions [lo, hi), and its length counting the padding it covers.
+struct Extent {
+  int64_t lo, hi, padded;
+};
+
+/// The average pools' loop: rows(oh) and cols(ow) give each window's extents, div(rows, cols) its divisor (0 stores
+/// 0); means are stored as T, integers truncated through int64.
+template <class T, class Rows, class Cols, class Div>
+inline void average_windows(const Tensor& self, Tensor& out, int64_t N, int64_t C, int64_t OH, int64_t OW, Rows rows,
+                            Cols cols, Div div) {
+  using A = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>, double>;
+  const auto is = strides4(self), os = strides4(out);
+  const T* in = self.data_as<T>();
+  T* o = out.data_as<T>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const T* ip = in + n * is[0] + c * is[1];
+      T* op_ = o + n * os[0] + c * os[1];
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const Extent h = rows(oh);
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const Extent w = cols(ow);
+          A sum = 0;
+          for (int64_t ih = h.lo; ih < h.hi; ++ih)
+            for (int64_t iw = w.lo; iw < w.hi; ++iw) sum += static_cast<A>(ip[ih * is[2] + iw * is[3]]);
+          const int64_t d = div(h, w);
+          const A v = d != 0 ? sum / static_cast<A>(d) : A(0);
+          if constexpr (std::is_integral_v<T>) op_[oh * os[2] + ow * os[3]] = static_cast<T>(convert<int64_t>(v));
+          else op_[oh * os[2] + ow * os[3]] = static_cast<T>(v);
+        }
+      }
+    }
+}
+
 }  // namespace pool_detail
 
 template <class Dtypes>
@@ -339,38 +373,19 @@ Status avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span<const in
   ETRT_TRY(auto g, pool_detail::geometry(op, self, p, ceil_mode));
   ETRT_CHECK_OK(ctx.resize(op, out, pool_detail::out_shape(g).sizes()));
   if (out.numel() == 0) return {};
-  const auto is = pool_detail::strides4(self), os = pool_detail::strides4(out);
+  // A window starts at o * stride - pad and is clipped to the input padded on both sides, then to the input.
+  auto extent = [](int64_t o, int64_t len, int64_t step, int64_t pad, int64_t size) {
+    const int64_t start = o * step - pad, end = std::min(start + len, size + pad);
+    return pool_detail::Extent{std::max<int64_t>(start, 0), std::min(end, size), end - start};
+  };
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
-    using C = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>, double>;
-    const T* in = self.data_as<T>();
-    T* o = out.data_as<T>();
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t c = 0; c < g.C; ++c) {
-        const T* ip = in + n * is[0] + c * is[1];
-        T* op_ = o + n * os[0] + c * os[1];
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-          int64_t hs = oh * p.sh - p.ph, he = std::min(hs + p.kh, g.H + p.ph);
-          const int64_t pool_h = he - hs;
-          hs = std::max<int64_t>(hs, 0);
-          he = std::min(he, g.H);
-          for (int64_t ow = 0; ow < g.OW; ++ow) {
-            int64_t ws = ow * p.sw - p.pw, we = std::min(ws + p.kw, g.W + p.pw);
-            const int64_t pool_size = pool_h * (we - ws);
-            ws = std::max<int64_t>(ws, 0);
-            we = std::min(we, g.W);
-            C sum = 0;
-            for (int64_t ih = hs; ih < he; ++ih)
-              for (int64_t iw = ws; iw < we; ++iw) sum += static_cast<C>(ip[ih * is[2] + iw * is[3]]);
-            int64_t div;
-            if (divisor_override) div = *divisor_override;
-            else if (count_include_pad) div = pool_size;
-            else div = (he - hs) * (we - ws);
-            C v = div != 0 ? sum / static_cast<C>(div) : C(0);
-            if constexpr (std::is_integral_v<T>) op_[oh * os[2] + ow * os[3]] = static_cast<T>(convert<int64_t>(v));
-            else op_[oh * os[2] + ow * os[3]] = static_cast<T>(v);
-          }
-        }
-      }
+    pool_detail::average_windows<T>(
+        self, out, g.N, g.C, g.OH, g.OW, [&](int64_t oh) { return extent(oh, p.kh, p.sh, p.ph, g.H); },
+        [&](int64_t ow) { return extent(ow, p.kw, p.sw, p.pw, g.W); },
+        [&](const pool_detail::Extent& h, const pool_detail::Extent& w) {
+          if (divisor_override) return *divisor_override;
+          return count_include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo);
+        });
     return Status{};
   });
 }
@@ -393,28 +408,16 @@ Status adaptive_avg_pool2d_out(KernelContext& ctx, const Tensor& self, std::span
   std::array<int64_t, 4> buf = b ? std::array<int64_t, 4>{N, C, OH, OW} : std::array<int64_t, 4>{C, OH, OW, 0};
   ETRT_CHECK_OK(ctx.resize(op, out, std::span<const int64_t>(buf.data(), b ? 4u : 3u)));
   if (out.numel() == 0) return {};
-  const auto is = pool_detail::strides4(self), ost = pool_detail::strides4(out);
+  // Window o spans [floor(o * in / out), ceil((o + 1) * in / out)): never empty while in > 0.
+  auto extent = [](int64_t o, int64_t size, int64_t count) {
+    const int64_t lo = (o * size) / count, hi = ((o + 1) * size + count - 1) / count;
+    return pool_detail::Extent{lo, hi, hi - lo};
+  };
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
-    using A = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>, double>;
-    const T* in = self.data_as<T>();
-    T* o = out.data_as<T>();
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < C; ++c) {
-        const T* ip = in + n * is[0] + c * is[1];
-        T* op_ = o + n * ost[0] + c * ost[1];
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const int64_t hs = (oh * H) / OH, he = ((oh + 1) * H + OH - 1) / OH;
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t ws = (ow * W) / OW, we = ((ow + 1) * W + OW - 1) / OW;
-            A sum = 0;
-            for (int64_t ih = hs; ih < he; ++ih)
-              for (int64_t iw = ws; iw < we; ++iw) sum += static_cast<A>(ip[ih * is[2] + iw * is[3]]);
-            const A v = sum / static_cast<A>((he - hs) * (we - ws));
-            if constexpr (std::is_integral_v<T>) op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(convert<int64_t>(v));
-            else op_[oh * ost[2] + ow * ost[3]] = static_cast<T>(v);
-          }
-        }
-      }
+    pool_detail::average_windows<T>(
+        self, out, N, C, OH, OW, [&](int64_t oh) { return extent(oh, H, OH); },
+        [&](int64_t ow) { return extent(ow, W, OW); },
+        [](const pool_detail::Extent& h, const pool_detail::Extent& w) { return (h.hi - h.lo) * (w.hi - w.lo); });
     return Status{};
   });
 }

@@ -53,6 +53,15 @@ inline Status check_operands(std::string_view op, const Tensor& input, const Ten
   return {};
 }
 
+/// Both matmuls once their operands are checked: out resized to [m, p] and the scales read.
+inline Status resize_and_read_scales(std::string_view op, KernelContext& ctx, const Tensor& scales, int64_t m,
+                                     int64_t p, Tensor& out, std::vector<float>& s) {
+  ETRT_CHECK_OK(check_2d(op, out, "out"));
+  const std::array<int64_t, 2> os{m, p};
+  ETRT_CHECK_OK(ctx.resize(op, out, os));
+  return read_scales(op, scales, s);
+}
+
 }  // namespace qmix
 
 template <class Dtypes>
@@ -69,11 +78,8 @@ Status mixed_mm_out(KernelContext& ctx, const Tensor& input, const Tensor& weigh
   if (out.dtype() != input.dtype() || !contains(Dtypes{}, out.dtype()))
     return fail(Error::InvalidArgument, op, ": out dtype ", name(out.dtype()), " must be the input's (",
                 name(input.dtype()), ")");
-  ETRT_CHECK_OK(qmix::check_2d(op, out, "out"));
-  const std::array<int64_t, 2> os{m, p};
-  ETRT_CHECK_OK(ctx.resize(op, out, os));
   std::vector<float> s;
-  ETRT_CHECK_OK(qmix::read_scales(op, weight_scales, s));
+  ETRT_CHECK_OK(qmix::resize_and_read_scales(op, ctx, weight_scales, m, p, out, s));
   if (out.numel() == 0) return {};
   const LoadFn<float> lx = loader_for<float>(input.dtype());
   const int8_t* w = weight.data_as<int8_t>();
@@ -115,11 +121,8 @@ Status mixed_linear_out(KernelContext& ctx, const Tensor& input, const Tensor& w
     return fail(Error::InvalidArgument, op, ": out dtype ", name(out.dtype()), " != requested dtype ", name(*dtype));
   if (!is_floating(out.dtype()) || !contains(Dtypes{}, out.dtype()))
     return fail(Error::InvalidArgument, op, ": unsupported output dtype ", name(out.dtype()));
-  ETRT_CHECK_OK(qmix::check_2d(op, out, "out"));
-  const std::array<int64_t, 2> os{m, p};
-  ETRT_CHECK_OK(ctx.resize(op, out, os));
   std::vector<float> s;  // [p, groups] in logical order
-  ETRT_CHECK_OK(qmix::read_scales(op, weight_scales, s));
+  ETRT_CHECK_OK(qmix::resize_and_read_scales(op, ctx, weight_scales, m, p, out, s));
   if (out.numel() == 0) return {};
   const int64_t g = n / groups;
   const LoadFn<float> lx = loader_for<float>(input.dtype());

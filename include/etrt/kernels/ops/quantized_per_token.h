@@ -108,6 +108,26 @@ inline Status token_params(std::string_view op, const Tensor& scales, const Tens
   return {};
 }
 
+/// What quantize and dequantize per token share: each token's scale and zero point, out resized to the input's
+/// sizes, and where out's tokens start.
+struct Tokens {
+  std::vector<float> sc;
+  std::vector<int64_t> zp, out_rows;
+  int64_t n = 0, is = 0, os = 0;  // elements per token, their stride in input and in out
+};
+inline Status plan(std::string_view op, KernelContext& ctx, const Tensor& input, const Tensor& scales,
+                   const Tensor& zero_points, Tensor& out, Tokens& t) {
+  ETRT_CHECK_OK(token_params(op, scales, zero_points, num_tokens(input), t.sc, t.zp));
+  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
+  if (input.numel() == 0) return {};
+  const int last = input.dim() - 1;
+  t.n = input.size(last);
+  t.is = input.stride(last);
+  t.os = out.stride(last);
+  for_each_token(out, [&](int64_t o) { t.out_rows.push_back(o); });
+  return {};
+}
+
 }  // namespace qtok
 
 template <class Dtypes>
@@ -190,24 +210,19 @@ Status quantize_per_token_out(KernelContext& ctx, const Tensor& input, const Ten
   if (out.dtype() != dtype)
     return fail(Error::InvalidArgument, op, ": out dtype ", name(out.dtype()), " != requested dtype ", name(dtype));
   ETRT_CHECK_OK(quant_detail::check_range(op, quant_min, quant_max, dtype));
-  std::vector<float> sc;
-  std::vector<int64_t> zp;
-  ETRT_CHECK_OK(qtok::token_params(op, scales, zero_points, qtok::num_tokens(input), sc, zp));
-  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
+  qtok::Tokens tk;
+  ETRT_CHECK_OK(qtok::plan(op, ctx, input, scales, zero_points, out, tk));
   if (input.numel() == 0) return {};
-  const int last = input.dim() - 1;
-  const int64_t n = input.size(last), is = input.stride(last), os = out.stride(last);
-  std::vector<int64_t> out_rows;
-  qtok::for_each_token(out, [&](int64_t o) { out_rows.push_back(o); });
+  const int64_t n = tk.n, is = tk.is, os = tk.os;
   const bool dbl = input.dtype() == ScalarType::Double;
   const LoadFn<double> load = loader_for<double>(input.dtype());
   return visit(out.dtype(), Dtypes{}, op, [&]<class Q>() -> Status {
     Q* q = out.data_as<Q>();
     size_t t = 0;
     qtok::for_each_token(input, [&](int64_t row) {
-      const float inv = 1.f / sc[t];
-      const float z = static_cast<float>(static_cast<int32_t>(zp[t]));
-      Q* orow = q + out_rows[t];
+      const float inv = 1.f / tk.sc[t];
+      const float z = static_cast<float>(static_cast<int32_t>(tk.zp[t]));
+      Q* orow = q + tk.out_rows[t];
       for (int64_t k = 0; k < n; ++k) {
         const double x = load(input.data(), row + k * is);
         const float prod = dbl ? static_cast<float>(inv * x) : inv * static_cast<float>(x);
@@ -233,26 +248,21 @@ Status dequantize_per_token_out(KernelContext& ctx, const Tensor& input, const T
   if (out.dtype() != output_dtype)
     return fail(Error::InvalidArgument, op, ": out dtype ", name(out.dtype()), " != output_dtype ",
                 name(output_dtype));
-  std::vector<float> sc;
-  std::vector<int64_t> zp;
-  ETRT_CHECK_OK(qtok::token_params(op, scales, zero_points, qtok::num_tokens(input), sc, zp));
-  ETRT_CHECK_OK(ctx.resize(op, out, input.sizes()));
+  qtok::Tokens tk;
+  ETRT_CHECK_OK(qtok::plan(op, ctx, input, scales, zero_points, out, tk));
   if (input.numel() == 0) return {};
-  const int last = input.dim() - 1;
-  const int64_t n = input.size(last), is = input.stride(last), os = out.stride(last);
-  std::vector<int64_t> out_rows;
-  qtok::for_each_token(out, [&](int64_t o) { out_rows.push_back(o); });
+  const int64_t n = tk.n, is = tk.is, os = tk.os;
   return visit(input.dtype(), Dtypes{}, op, [&]<class Q>() -> Status {
     return visit(out.dtype(), float_types{}, op, [&]<class T>() -> Status {
       const Q* q = input.data_as<Q>();
       T* y = out.data_as<T>();
       size_t t = 0;
       qtok::for_each_token(input, [&](int64_t row) {
-        T* orow = y + out_rows[t];
+        T* orow = y + tk.out_rows[t];
         for (int64_t k = 0; k < n; ++k) {
           // In double: exact for every real zero point, and a file's int64 extreme cannot overflow.
-          const double centered = static_cast<double>(q[row + k * is]) - static_cast<double>(zp[t]);
-          orow[k * os] = convert<T>(static_cast<float>(centered) * sc[t]);
+          const double centered = static_cast<double>(q[row + k * is]) - static_cast<double>(tk.zp[t]);
+          orow[k * os] = convert<T>(static_cast<float>(centered) * tk.sc[t]);
         }
         ++t;
       });

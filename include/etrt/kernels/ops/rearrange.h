@@ -68,11 +68,7 @@ Status unbind_copy_int_out(KernelContext& ctx, const Tensor& self, int64_t dim, 
   ETRT_TRY(int d, mv::wrap_dim(op, dim, self.dim()));
   ETRT_CHECK_OK(shape_detail::check_out_list(op, out, static_cast<size_t>(self.size(d)), self));
   for (int64_t i = 0; i < self.size(d); ++i) {
-    mv::View v = shape_detail::with_data(self);
-    v.data += i * self.stride(d) * static_cast<int64_t>(element_size(self.dtype()));
-    for (int k = 0; k < self.dim(); ++k)
-      if (k != d) v.push(self.size(k), self.stride(k));
-    ETRT_CHECK_OK(shape_detail::emit(ctx, op, *out[i], v));
+    ETRT_CHECK_OK(shape_detail::emit(ctx, op, *out[i], shape_detail::drop_dim(self, d, i)));
   }
   return {};
 }
@@ -147,14 +143,9 @@ Status stack_out(KernelContext& ctx, std::span<Tensor* const> tensors, int64_t d
     if (i < ref.dim()) s.sizes[s.rank++] = ref.size(i);
   }
   ETRT_CHECK_OK(ctx.resize(op, out, s.span()));
-  const int64_t es = static_cast<int64_t>(element_size(out.dtype()));
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    mv::View dv = shape_detail::with_data(out);
-    dv.data += static_cast<int64_t>(i) * out.stride(d) * es;
-    for (int k = 0; k < out.dim(); ++k)
-      if (k != d) dv.push(out.size(k), out.stride(k));
-    ETRT_CHECK_OK(mv::convert_views<Dtypes>(op, dv, out.dtype(), mv::view_of(*tensors[i]), tensors[i]->dtype()));
-  }
+  for (size_t i = 0; i < tensors.size(); ++i)
+    ETRT_CHECK_OK(mv::convert_views<Dtypes>(op, shape_detail::drop_dim(out, d, static_cast<int64_t>(i)), out.dtype(),
+                                            mv::view_of(*tensors[i]), tensors[i]->dtype()));
   return {};
 }
 
@@ -266,11 +257,9 @@ Status roll_out(KernelContext& ctx, const Tensor& self, std::span<const int64_t>
 template <class Dtypes>
 Status pixel_shuffle_out(KernelContext& ctx, const Tensor& self, int64_t upscale_factor, Tensor& out) {
   constexpr std::string_view op = "pixel_shuffle.out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
   const int64_t r = upscale_factor;
+  ETRT_CHECK_OK(mv::check_pixel_args<Dtypes>(op, self, out, r, "upscale_factor"));
   const int rk = self.dim();
-  if (rk < 3) return fail(Error::InvalidArgument, op, ": expected a tensor of rank >= 3, got ", self.describe());
-  if (r <= 0) return fail(Error::InvalidArgument, op, ": upscale_factor must be positive, got ", r);
   const int64_t C = self.size(rk - 3), H = self.size(rk - 2), W = self.size(rk - 1);
   if (C % (r * r) != 0)
     return fail(Error::InvalidArgument, op, ": channels (", C, ") must be divisible by upscale_factor^2 (", r * r, ")");
@@ -279,20 +268,8 @@ Status pixel_shuffle_out(KernelContext& ctx, const Tensor& self, int64_t upscale
   s.sizes[rk - 2] = H * r;
   s.sizes[rk - 1] = W * r;
   ETRT_CHECK_OK(ctx.resize(op, out, s.span()));
-  mv::View src = shape_detail::with_data(self), dst = shape_detail::with_data(out);
-  for (int i = 0; i < rk - 3; ++i) {
-    src.push(self.size(i), self.stride(i));
-    dst.push(out.size(i), out.stride(i));
-  }
-  const int64_t cs = self.stride(rk - 3), hs = self.stride(rk - 2), ws = self.stride(rk - 1);
-  const int64_t ocs = out.stride(rk - 3), ohs = out.stride(rk - 2), ows = out.stride(rk - 1);
-  // out[c, h*r + i, w*r + j] = in[c*r*r + i*r + j, h, w]
-  src.push(C / (r * r), cs * r * r); dst.push(C / (r * r), ocs);
-  src.push(H, hs);                   dst.push(H, ohs * r);
-  src.push(r, cs * r);               dst.push(r, ohs);
-  src.push(W, ws);                   dst.push(W, ows * r);
-  src.push(r, cs);                   dst.push(r, ows);
-  mv::copy_views(element_size(out.dtype()), dst, src);
+  const auto [packed, spread] = mv::pixel_views(self, out, r);
+  mv::copy_views(element_size(out.dtype()), spread, packed);
   return {};
 }
 

@@ -15,19 +15,26 @@ namespace etrt::kernels {
 
 namespace detail {
 
+/// The reduction's mask of reduced dims, with `out` (and `out2`, when given) resized to the reduced shape.
+inline Result<ReduceMask> resize_reduced(std::string_view op, KernelContext& ctx, const Tensor& self,
+                                         std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out,
+                                         Tensor* out2 = nullptr) {
+  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
+  const Shape os = reduced_shape(self.sizes(), m, keepdim);
+  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  if (out2) ETRT_CHECK_OK(ctx.resize(op, *out2, os.span()));
+  return m;
+}
+
 /// Shared body of sum / mean / prod: compute in out's dtype, input converted to it.
 template <class Dtypes, template <class> class R>
 Status sum_like(std::string_view op, KernelContext& ctx, const Tensor& self,
                 std::optional<std::span<const int64_t>> dim, bool keepdim, std::optional<ScalarType> dtype,
                 Tensor& out, bool is_mean) {
-  if (dtype && *dtype != out.dtype())
-    return fail(Error::InvalidArgument, op, ": dtype argument ", name(*dtype), " does not match output dtype ",
-                name(out.dtype()));
+  ETRT_CHECK_OK(check_dtype_arg(op, dtype, out));
   if (is_mean && !is_floating(out.dtype()))
     return fail(Error::InvalidArgument, op, ": output dtype must be floating, got ", name(out.dtype()));
-  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
-  const Shape os = reduced_shape(self.sizes(), m, keepdim);
-  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  ETRT_TRY(ReduceMask m, resize_reduced(op, ctx, self, dim, keepdim, out));
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     if (out.numel() == 0) return {};
     ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, self));
@@ -48,9 +55,7 @@ Status extreme(std::string_view op, KernelContext& ctx, const Tensor& self, std:
   if (out.dtype() != self.dtype())
     return fail(Error::InvalidArgument, op, ": output dtype ", name(out.dtype()), " must equal input dtype ",
                 name(self.dtype()));
-  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
-  const Shape os = reduced_shape(self.sizes(), m, keepdim);
-  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  ETRT_TRY(ReduceMask m, resize_reduced(op, ctx, self, dim, keepdim, out));
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     if (out.numel() == 0) return {};
     const ReducePlan p = make_plan(self.sizes(), strides_array(self), m, keepdim, out);
@@ -147,10 +152,7 @@ Status var_impl(std::string_view op, KernelContext& ctx, const Tensor& self,
     return fail(Error::InvalidArgument, op, ": mean output dtype ", name(mean_out->dtype()),
                 " must equal the variance output dtype ", name(var_out.dtype()));
   const double corr = correction ? correction->to_double() : 1.0;
-  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
-  const Shape os = reduced_shape(self.sizes(), m, keepdim);
-  ETRT_CHECK_OK(ctx.resize(op, var_out, os.span()));
-  if (mean_out) ETRT_CHECK_OK(ctx.resize(op, *mean_out, os.span()));
+  ETRT_TRY(ReduceMask m, resize_reduced(op, ctx, self, dim, keepdim, var_out, mean_out));
   return visit(var_out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     if (var_out.numel() == 0) return {};
     ETRT_TRY(InputAs<T> in, InputAs<T>::make(op, self));
@@ -265,9 +267,7 @@ Status any_impl(std::string_view op, KernelContext& ctx, const Tensor& self,
                 std::optional<std::span<const int64_t>> dim, bool keepdim, Tensor& out) {
   if (out.dtype() != ScalarType::Bool && out.dtype() != ScalarType::Byte)
     return fail(Error::InvalidArgument, op, ": output dtype must be Bool or Byte, got ", name(out.dtype()));
-  ETRT_TRY(ReduceMask m, reduce_mask(op, self.dim(), dim));
-  const Shape os = reduced_shape(self.sizes(), m, keepdim);
-  ETRT_CHECK_OK(ctx.resize(op, out, os.span()));
+  ETRT_TRY(ReduceMask m, resize_reduced(op, ctx, self, dim, keepdim, out));
   return visit(self.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     if (out.numel() == 0) return {};
     const ReducePlan p = make_plan(self.sizes(), strides_array(self), m, keepdim, out);
@@ -322,9 +322,7 @@ Status var_mean_correction_out(KernelContext& ctx, const Tensor& self, std::opti
 template <class Dtypes>
 Status cumsum_out(KernelContext& ctx, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, Tensor& out) {
   constexpr std::string_view op = "cumsum.out";
-  if (dtype && *dtype != out.dtype())
-    return fail(Error::InvalidArgument, op, ": dtype argument ", name(*dtype), " does not match output dtype ",
-                name(out.dtype()));
+  ETRT_CHECK_OK(check_dtype_arg(op, dtype, out));
   ETRT_TRY(const int d, wrap_dim(op, dim, self.dim()));
   ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {

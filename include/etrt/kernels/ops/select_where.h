@@ -47,8 +47,11 @@ Status same_dtype_copy(std::string_view op, KernelContext& ctx, const Tensor& se
   return copy_convert<Dtypes>(op, self, out);
 }
 
-inline Status check_dim_order(std::string_view op, std::optional<std::span<const int64_t>> dim_order,
-                              const Tensor& out) {
+/// The dim-order copies: out has self's rank and, when `dim_order` is given, that dim order.
+inline Status check_dim_order(std::string_view op, const Tensor& self,
+                              std::optional<std::span<const int64_t>> dim_order, const Tensor& out) {
+  if (self.dim() != out.dim())
+    return fail(Error::InvalidArgument, op, ": output rank ", out.dim(), " must equal input rank ", self.dim());
   if (!dim_order) return {};
   if (dim_order->size() != static_cast<size_t>(out.dim()))
     return fail(Error::InvalidArgument, op, ": dim_order has ", dim_order->size(), " entries, expected ", out.dim(),
@@ -106,9 +109,7 @@ template <class Dtypes>
 Status to_dim_order_copy_out(KernelContext& ctx, const Tensor& self, bool /*non_blocking*/,
                              std::optional<std::span<const int64_t>> dim_order, Tensor& out) {
   constexpr std::string_view op = "_to_dim_order_copy.out";
-  if (self.dim() != out.dim())
-    return fail(Error::InvalidArgument, op, ": output rank ", out.dim(), " must equal input rank ", self.dim());
-  ETRT_CHECK_OK(detail::check_dim_order(op, dim_order, out));
+  ETRT_CHECK_OK(detail::check_dim_order(op, self, dim_order, out));
   ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
   return copy_convert<Dtypes>(op, self, out);
 }
@@ -118,9 +119,7 @@ template <class Dtypes>
 Status clone_dim_order_out(KernelContext& ctx, const Tensor& self, bool /*non_blocking*/,
                            std::optional<std::span<const int64_t>> dim_order, Tensor& out) {
   constexpr std::string_view op = "_clone_dim_order.out";
-  if (self.dim() != out.dim())
-    return fail(Error::InvalidArgument, op, ": output rank ", out.dim(), " must equal input rank ", self.dim());
-  ETRT_CHECK_OK(detail::check_dim_order(op, dim_order, out));
+  ETRT_CHECK_OK(detail::check_dim_order(op, self, dim_order, out));
   return detail::same_dtype_copy<Dtypes>(op, ctx, self, out);
 }
 

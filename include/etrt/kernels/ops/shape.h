@@ -22,9 +22,18 @@ inline Status emit(KernelContext& ctx, std::string_view op, Tensor& out, const V
   return {};
 }
 
-inline View with_data(const Tensor& t) {
+/// A view of t's storage `offset` elements in, with no dims yet.
+inline View with_data(const Tensor& t, int64_t offset = 0) {
   View v;
-  v.data = static_cast<char*>(t.data());
+  v.data = static_cast<char*>(t.data()) + offset * static_cast<int64_t>(element_size(t.dtype()));
+  return v;
+}
+
+/// t at index i along dim d, without that dim (a rank-0 t stays whole).
+inline View drop_dim(const Tensor& t, int d, int64_t i) {
+  View v = with_data(t, t.dim() ? i * t.stride(d) : 0);
+  for (int k = 0; k < t.dim(); ++k)
+    if (k != d) v.push(t.size(k), t.stride(k));
   return v;
 }
 
@@ -244,11 +253,7 @@ Status select_copy_int_out(KernelContext& ctx, const Tensor& self, int64_t dim, 
   if (index < -n || index >= n)
     return fail(Error::InvalidArgument, op, ": index ", index, " is out of range for dim ", d, " of size ", n);
   if (index < 0) index += n;
-  mv::View v = shape_detail::with_data(self);
-  v.data += index * self.stride(d) * static_cast<int64_t>(element_size(self.dtype()));
-  for (int i = 0; i < self.dim(); ++i)
-    if (i != d) v.push(self.size(i), self.stride(i));
-  return shape_detail::emit(ctx, op, out, v);
+  return shape_detail::emit(ctx, op, out, shape_detail::drop_dim(self, d, index));
 }
 
 template <class Dtypes>
@@ -288,9 +293,8 @@ Status as_strided_copy_out(KernelContext& ctx, const Tensor& self, std::span<con
   if (!empty && last >= self.numel())
     return fail(Error::InvalidArgument, op, ": size ", shape_str(size), " stride ", shape_str(stride), " offset ", off,
                 " reaches element ", static_cast<int64_t>(last), " but the input has ", self.numel(), " elements");
-  mv::View v = shape_detail::with_data(self);
   // An empty result reads nothing, and its offset may lie anywhere (as in torch): only a used offset moves data.
-  if (!empty) v.data += off * static_cast<int64_t>(element_size(self.dtype()));
+  mv::View v = shape_detail::with_data(self, empty ? 0 : off);
   for (size_t i = 0; i < size.size(); ++i) v.push(size[i], stride[i]);
   return shape_detail::emit(ctx, op, out, v);
 }
@@ -314,8 +318,7 @@ Status diagonal_copy_out(KernelContext& ctx, const Tensor& self, int64_t offset,
     len = std::min(na + offset, nb);
     start = -offset * self.stride(a);
   }
-  mv::View v = shape_detail::with_data(self);
-  if (len > 0) v.data += start * static_cast<int64_t>(element_size(self.dtype()));
+  mv::View v = shape_detail::with_data(self, len > 0 ? start : 0);
   for (int i = 0; i < self.dim(); ++i)
     if (i != a && i != b) v.push(self.size(i), self.stride(i));
   v.push(std::max<int64_t>(len, 0), self.stride(a) + self.stride(b));

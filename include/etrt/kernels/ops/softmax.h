@@ -156,9 +156,7 @@ Status log_softmax_out(KernelContext& ctx, const Tensor& self, int64_t dim, bool
 template <class Dtypes>
 Status softmax_int_out(KernelContext& ctx, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype,
                        Tensor& out) {
-  if (dtype && *dtype != out.dtype())
-    return fail(Error::InvalidArgument, "softmax.int_out: dtype argument ", name(*dtype),
-                " does not match output dtype ", name(out.dtype()));
+  ETRT_CHECK_OK(check_dtype_arg("softmax.int_out", dtype, out));
   return detail::softmax_impl<Dtypes, false>("softmax.int_out", ctx, self, dim, dtype.has_value(), out);
 }
 

@@ -327,22 +327,31 @@ Status int_checked_binary_scalar(std::string_view op, KernelContext& ctx, const 
                                 [&](const Tensor& bt) { return int_checked_binary<Dtypes>(op, ctx, a, bt, out, f); });
 }
 
+/// Integer x / y (Quotient) or x % y without C++'s undefined cases: y == 0 sets `dz` (there is no value to store)
+/// and y == -1, which overflows for the most negative x, gives torch's wrapped -x or 0. `rest` handles other y.
+template <bool Quotient, class C, class F>
+C guarded_int_div(C x, C y, bool& dz, F rest) {
+  if (y == 0) {
+    dz = true;
+    return 0;
+  }
+  if constexpr (std::is_signed_v<C>) {
+    if (y == -1) return Quotient ? static_cast<C>(-static_cast<std::make_unsigned_t<C>>(x)) : C(0);
+  }
+  return rest(x, y);
+}
+
 struct RemainderFn {
   template <class C>
   C operator()(C x, C y, bool& dz) const {
     if constexpr (std::is_integral_v<C>) {
-      if (y == 0) {
-        dz = true;
-        return 0;
-      }
-      if constexpr (std::is_signed_v<C>) {
-        if (y == -1) return 0;  // avoids INT_MIN % -1
-      }
-      C r = static_cast<C>(x % y);
-      if constexpr (std::is_signed_v<C>) {
-        if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
-      }
-      return r;
+      return guarded_int_div<false>(x, y, dz, [](C a, C b) {
+        C r = static_cast<C>(a % b);
+        if constexpr (std::is_signed_v<C>) {
+          if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+        }
+        return r;
+      });
     } else {
       C r = std::fmod(x, y);
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
@@ -355,14 +364,7 @@ struct FmodFn {
   template <class C>
   C operator()(C x, C y, bool& dz) const {
     if constexpr (std::is_integral_v<C>) {
-      if (y == 0) {
-        dz = true;
-        return 0;
-      }
-      if constexpr (std::is_signed_v<C>) {
-        if (y == -1) return 0;
-      }
-      return static_cast<C>(x % y);
+      return guarded_int_div<false>(x, y, dz, [](C a, C b) { return static_cast<C>(a % b); });
     } else {
       return std::fmod(x, y);
     }
@@ -373,18 +375,13 @@ struct FloorDivFn {
   template <class C>
   C operator()(C x, C y, bool& dz) const {
     if constexpr (std::is_integral_v<C>) {
-      if (y == 0) {
-        dz = true;
-        return 0;
-      }
-      if constexpr (std::is_signed_v<C>) {
-        if (y == -1) return static_cast<C>(-static_cast<std::make_unsigned_t<C>>(x));  // wraps like torch
-        C q = static_cast<C>(x / y);
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+      return guarded_int_div<true>(x, y, dz, [](C a, C b) {
+        C q = static_cast<C>(a / b);
+        if constexpr (std::is_signed_v<C>) {
+          if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        }
         return q;
-      } else {
-        return static_cast<C>(x / y);
-      }
+      });
     } else {
       if (y == 0) return x / y;
       const C mod = std::fmod(x, y);

@@ -83,6 +83,17 @@ inline Status resize_out(std::string_view op, KernelContext& ctx, Tensor& out, c
   return ctx.resize(op, out, std::span<const int64_t>(s, 4));
 }
 
+/// How the .vec overloads start: dtypes checked, the geometry worked out, out resized to it.
+template <class Dtypes>
+inline Result<Geometry> vec_start(std::string_view op, KernelContext& ctx, const Tensor& in,
+                                  std::optional<std::span<const int64_t>> output_size,
+                                  std::optional<std::span<const double>> scale_factors, Tensor& out) {
+  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, in, out));
+  ETRT_TRY(Geometry g, vec_geometry(op, in, output_size, scale_factors));
+  ETRT_CHECK_OK(resize_out(op, ctx, out, g));
+  return g;
+}
+
 /// A user scale counts only when positive (torch treats 0 and negatives as "not given").
 template <class P>
 inline P area_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
@@ -388,9 +399,7 @@ Status upsample_nearest2d_vec_out(KernelContext& ctx, const Tensor& input,
                                   std::optional<std::span<const double>> scale_factors, Tensor& out) {
   constexpr std::string_view op = "upsample_nearest2d.vec_out";
   namespace ud = upsample_detail;
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, input, out));
-  ETRT_TRY(auto g, ud::vec_geometry(op, input, output_size, scale_factors));
-  ETRT_CHECK_OK(ud::resize_out(op, ctx, out, g));
+  ETRT_TRY(auto g, ud::vec_start<Dtypes>(op, ctx, input, output_size, scale_factors, out));
   if (out.numel() == 0) return {};
   const std::vector<int64_t> hi = ud::nearest_table(g.H, g.OH, g.scale_h);
   const std::vector<int64_t> wi = ud::nearest_table(g.W, g.OW, g.scale_w);
@@ -412,9 +421,7 @@ Status upsample_bilinear2d_vec_out(KernelContext& ctx, const Tensor& input,
                                    std::optional<std::span<const double>> scale_factors, Tensor& out) {
   constexpr std::string_view op = "upsample_bilinear2d.vec_out";
   namespace ud = upsample_detail;
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, input, out));
-  ETRT_TRY(auto g, ud::vec_geometry(op, input, output_size, scale_factors));
-  ETRT_CHECK_OK(ud::resize_out(op, ctx, out, g));
+  ETRT_TRY(auto g, ud::vec_start<Dtypes>(op, ctx, input, output_size, scale_factors, out));
   if (out.numel() == 0) return {};
   return visit(out.dtype(), Dtypes{}, op, [&]<class T>() -> Status {
     // torch resamples uint8 separably in fixed point; a direct float lerp would round differently.
@@ -556,11 +563,9 @@ Status grid_sampler_2d_out(KernelContext& ctx, const Tensor& input, const Tensor
 template <class Dtypes>
 Status pixel_unshuffle_out(KernelContext& ctx, const Tensor& self, int64_t downscale_factor, Tensor& out) {
   constexpr std::string_view op = "pixel_unshuffle.out";
-  ETRT_CHECK_OK(mv::check_dtype<Dtypes>(op, self, out));
   const int64_t r = downscale_factor;
+  ETRT_CHECK_OK(mv::check_pixel_args<Dtypes>(op, self, out, r, "downscale_factor"));
   const int rk = self.dim();
-  if (rk < 3) return fail(Error::InvalidArgument, op, ": expected a tensor of rank >= 3, got ", self.describe());
-  if (r <= 0) return fail(Error::InvalidArgument, op, ": downscale_factor must be positive, got ", r);
   const int64_t C = self.size(rk - 3), H = self.size(rk - 2), W = self.size(rk - 1);
   if (H % r != 0)
     return fail(Error::InvalidArgument, op, ": height ", H, " is not divisible by downscale_factor ", r);
@@ -573,22 +578,8 @@ Status pixel_unshuffle_out(KernelContext& ctx, const Tensor& self, int64_t downs
   s.sizes[rk - 1] = W / r;
   ETRT_CHECK_OK(ctx.resize(op, out, s.span()));
   if (out.numel() == 0) return {};
-  mv::View src, dst;
-  src.data = static_cast<char*>(self.data());
-  dst.data = static_cast<char*>(out.data());
-  for (int i = 0; i < rk - 3; ++i) {
-    src.push(self.size(i), self.stride(i));
-    dst.push(out.size(i), out.stride(i));
-  }
-  const int64_t cs = self.stride(rk - 3), hs = self.stride(rk - 2), ws = self.stride(rk - 1);
-  const int64_t ocs = out.stride(rk - 3), ohs = out.stride(rk - 2), ows = out.stride(rk - 1);
-  // out[c*r*r + i*r + j, h, w] = in[c, h*r + i, w*r + j]
-  src.push(C, cs);          dst.push(C, ocs * r * r);
-  src.push(r, hs);          dst.push(r, ocs * r);
-  src.push(r, ws);          dst.push(r, ocs);
-  src.push(H / r, hs * r);  dst.push(H / r, ohs);
-  src.push(W / r, ws * r);  dst.push(W / r, ows);
-  mv::copy_views(element_size(out.dtype()), dst, src);
+  const auto [packed, spread] = mv::pixel_views(out, self, r);
+  mv::copy_views(element_size(out.dtype()), packed, spread);
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 
+#include "etrt/core/tensor_copy.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/util/broadcast.h"
 #include "etrt/kernels/util/dtype_util.h"
@@ -42,10 +43,10 @@ inline View view_of(const Tensor& t) {
   return v;
 }
 
-/// A view of `t`'s storage with `sizes` and row-major contiguous strides (t must be densely laid out).
-inline View contiguous_view(const Tensor& t, std::span<const int64_t> sizes) {
+/// A view of the storage at `data` with `sizes` and row-major contiguous strides.
+inline View contiguous_view(void* data, std::span<const int64_t> sizes) {
   View v;
-  v.data = static_cast<char*>(t.data());
+  v.data = static_cast<char*>(data);
   int64_t s = 1;
   v.rank = static_cast<int>(sizes.size());
   for (int i = v.rank - 1; i >= 0; --i) {
@@ -55,6 +56,8 @@ inline View contiguous_view(const Tensor& t, std::span<const int64_t> sizes) {
   }
   return v;
 }
+/// The same over `t`'s storage (t must be densely laid out).
+inline View contiguous_view(const Tensor& t, std::span<const int64_t> sizes) { return contiguous_view(t.data(), sizes); }
 
 namespace detail {
 template <class U>
@@ -83,17 +86,7 @@ inline void copy_loop(char* dbase, const char* sbase, int rank, const int64_t* s
     } else {
       for (int64_t i = 0; i < n; ++i) d[i * dsl] = s[i * ssl];
     }
-    int k = last - 1;
-    for (; k >= 0; --k) {
-      ++idx[k];
-      doff += ds[k];
-      soff += ss[k];
-      if (idx[k] < sizes[k]) break;
-      doff -= ds[k] * sizes[k];
-      soff -= ss[k] * sizes[k];
-      idx[k] = 0;
-    }
-    if (k < 0) return;
+    if (!advance_offsets(last, sizes, idx.data(), ds, doff, ss, soff)) return;
   }
 }
 }  // namespace detail
@@ -229,6 +222,38 @@ inline Status check_dtype(std::string_view op, const Tensor& in, const Tensor& o
     return fail(Error::InvalidArgument, op, ": input dtype ", name(in.dtype()), " != output dtype ",
                 name(out.dtype()));
   return {};
+}
+
+/// pixel_shuffle's and pixel_unshuffle's first checks; `what` names the factor `r`.
+template <class Dtypes>
+inline Status check_pixel_args(std::string_view op, const Tensor& self, const Tensor& out, int64_t r,
+                               std::string_view what) {
+  ETRT_CHECK_OK(check_dtype<Dtypes>(op, self, out));
+  if (self.dim() < 3) return fail(Error::InvalidArgument, op, ": expected a tensor of rank >= 3, got ", self.describe());
+  if (r <= 0) return fail(Error::InvalidArgument, op, ": ", what, " must be positive, got ", r);
+  return {};
+}
+
+/// pixel_shuffle's element correspondence (pixel_unshuffle's reversed) as two views over the same positions:
+/// packed[..., c*r*r + i*r + j, h, w] is spread[..., c, h*r + i, w*r + j].
+inline std::pair<View, View> pixel_views(const Tensor& packed, const Tensor& spread, int64_t r) {
+  const int rk = packed.dim();
+  View p, s;
+  p.data = static_cast<char*>(packed.data());
+  s.data = static_cast<char*>(spread.data());
+  for (int i = 0; i < rk - 3; ++i) {
+    p.push(packed.size(i), packed.stride(i));
+    s.push(spread.size(i), spread.stride(i));
+  }
+  const int64_t C = spread.size(rk - 3), H = packed.size(rk - 2), W = packed.size(rk - 1);
+  const int64_t pc = packed.stride(rk - 3), ph = packed.stride(rk - 2), pw = packed.stride(rk - 1);
+  const int64_t sc = spread.stride(rk - 3), sh = spread.stride(rk - 2), sw = spread.stride(rk - 1);
+  p.push(C, pc * r * r); s.push(C, sc);
+  p.push(H, ph);         s.push(H, sh * r);
+  p.push(r, pc * r);     s.push(r, sh);
+  p.push(W, pw);         s.push(W, sw * r);
+  p.push(r, pc);         s.push(r, sw);
+  return {p, s};
 }
 
 /// Reads an integer index tensor (Long or Int) element at flat offset `off`.

@@ -23,6 +23,14 @@ inline Result<int> wrap_dim(std::string_view op, int64_t dim, int64_t rank) {
   return static_cast<int>(dim < 0 ? dim + r : dim);
 }
 
+/// The optional `dtype` argument of sum, mean, cumsum and softmax: it may only restate out's dtype.
+inline Status check_dtype_arg(std::string_view op, std::optional<ScalarType> dtype, const Tensor& out) {
+  if (dtype && *dtype != out.dtype())
+    return fail(Error::InvalidArgument, op, ": dtype argument ", name(*dtype), " does not match output dtype ",
+                name(out.dtype()));
+  return {};
+}
+
 /// Strides of `t` as a fixed array.
 inline std::array<int64_t, kMaxDims> strides_array(const Tensor& t) {
   std::array<int64_t, kMaxDims> s{};
