@@ -135,7 +135,10 @@ class Executor {
       if (!e->prepared_[i].packed_path) continue;
       BlockFinish& f = e->prepared_[i].finish;
       const uint32_t v = g.nodes[i].output;
-      if (g.values[v].quant.kind == QuantKind::PerTensor) f = {.round = true, .grid = grid_of(g.values[v])};
+      if (g.values[v].quant.kind == QuantKind::PerTensor) {
+        f.round = true;
+        f.grid = grid_of(g.values[v]);
+      }
       const auto fusion = std::ranges::find(fusable, i, &Fusion::writer);
       if (fusion == fusable.end()) continue;
       const Node& next = g.nodes[fusion->reader];
