@@ -69,6 +69,33 @@ TEST_CASE("XNNPACK quantization: the fused clamp + requantize pass matches the s
   CHECK(wide_out[2] == 8.f);
 }
 
+TEST_CASE("XNNPACK quantization: the one-pass requantize onto two grids equals the two passes",
+          "[xnnpack][quantized]") {
+  // A convolution's output grid, then a ReLU6's clamp and grid (Note [xnnpack block finish]); 37 values so the
+  // vector body and the tail both run, NaN included; a 32-bit grid takes the exact two-pass path.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-9.f, 9.f);
+  std::vector<float> in(37);
+  for (float& v : in) v = value(rng);
+  in[5] = std::nanf("");
+  in[33] = std::nanf("");
+  const std::vector<float> before = in;
+  for (const auto& [a, b] : {std::pair{Grid{0.07f, 3, {-128, 127}}, Grid{0.05f, -128, {-128, 127}}},
+                             std::pair{Grid{0.1f, 0, {INT32_MIN, INT32_MAX}}, Grid{0.03f, 0, {0, 255}}}}) {
+    const int64_t n = static_cast<int64_t>(in.size());
+    std::vector<float> two(in.size()), one(in.size(), -1.f);
+    quant::fake_quantize(in.data(), two.data(), n, a.scale, a.zero_point, a.range);
+    quant::fake_quantize(two.data(), two.data(), n, b.scale, b.zero_point, b.range, 0.f, 6.f);
+    quant::fake_requantize(in.data(), one.data(), n, a, b, 0.f, 6.f);
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("i = " << i << ", in = " << in[i]);
+      if (std::isnan(two[i])) CHECK(std::isnan(one[i]));
+      else CHECK(one[i] == two[i]);
+    }
+    CHECK(std::memcmp(in.data(), before.data(), in.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("XNNPACK quantization: dynamic per-row parameters include zero in the range", "[xnnpack][quantized]") {
   const auto p = quant::dynamic_params(-1.f, 2.f);
   CHECK(p.inv_scale == Approx(85.f));

@@ -26,22 +26,15 @@
 
 namespace etrt::xnnpack {
 
-/// What a node prepared at load (Note [xnnpack packed filters]).
-/// A per-tensor quantization grid.
-struct Grid {
-  float scale = 1.f;
-  int32_t zero_point = 0;
-  QRange range{};
-};
-
 /// Note [xnnpack block finish]: what a node on the packed kernels does to each block of its output as it finishes
 /// it, while the block is in cache and on the thread that computed it, instead of in passes of the executor's own
 /// over the whole output: the rounding onto a per-tensor quantized output's grid, and the whole of a
 /// Clamp/Convert/Copy/StaticReshape node onto a quantized grid (`next`) that is the output's only reader, written
-/// at the same flat position of that node's output. The results are those of the passes it replaces, in the same
-/// order; the executor then skips them. `ptr` is the executor's per-call value buffers, read at each block.
+/// at the same flat position of that node's output (the output itself is then not stored rounded: nothing else
+/// reads it). The results are those of the passes it replaces, in the same order; the executor then skips them.
+/// `ptr` is the executor's per-call value buffers, read at each block.
 struct BlockFinish {
-  bool round = false;  // round the output onto `grid`, in place
+  bool round = false;  // round the output onto `grid` (in place, unless `next` takes it on)
   Grid grid;
   bool next = false;   // then run the reading node: clamp to [lo, hi], round onto next_grid, into value `dst`
   Grid next_grid;
@@ -51,6 +44,7 @@ struct BlockFinish {
   bool any() const { return round || next; }
 };
 
+/// What a node prepared at load (Note [xnnpack packed filters]).
 struct PreparedNode {
   bool packed_path = false;                      // the node runs on the packed kernels and applies its own clamp
   BlockFinish finish;                            // set by the executor for a packed path (Note [xnnpack block finish])
@@ -73,11 +67,14 @@ inline void finish_block(const void* state, float* c, int64_t rows, int64_t cols
   }
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * ldc;
-    if (f.round) quant::fake_quantize(row, cols, f.grid.scale, f.grid.zero_point, f.grid.range);
-    if (f.next) {
-      float* out = (*f.ptr)[f.dst] + (row - (*f.ptr)[f.src]);
-      quant::fake_quantize(row, out, cols, f.next_grid.scale, f.next_grid.zero_point, f.next_grid.range, f.lo, f.hi);
+    if (!f.next) {
+      quant::fake_quantize(row, cols, f.grid.scale, f.grid.zero_point, f.grid.range);
+      continue;
     }
+    // The reading node is the output's only reader: its input need not be stored rounded.
+    float* out = (*f.ptr)[f.dst] + (row - (*f.ptr)[f.src]);
+    if (f.round) quant::fake_requantize(row, out, cols, f.grid, f.next_grid, f.lo, f.hi);
+    else quant::fake_quantize(row, out, cols, f.next_grid.scale, f.next_grid.zero_point, f.next_grid.range, f.lo, f.hi);
   }
 }
 

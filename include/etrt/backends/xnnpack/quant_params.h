@@ -60,6 +60,13 @@ inline QRange qrange(Datatype d) {
   }
 }
 
+/// A per-tensor quantization grid: scale, zero point and the stored integer range.
+struct Grid {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+  QRange range{};
+};
+
 /// Bytes a constant of this datatype and these dims occupies (4-bit: two per byte along the last dim, rows padded).
 inline uint64_t constant_bytes(Datatype d, std::span<const int64_t> dims, int64_t numel) {
   switch (d) {

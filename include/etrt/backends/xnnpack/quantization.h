@@ -50,6 +50,36 @@ namespace detail {
   }
 }
 
+/// round_onto_grid onto grid a, then the same onto grid b with the clamp [lo, hi] between, into out: one pass.
+[[gnu::always_inline]] inline void round_onto_two_grids(const float* in, float* out, int64_t n, float inv_a,
+                                                        float qlo_a, float qhi_a, float scale_a, float lo, float hi,
+                                                        float inv_b, float qlo_b, float qhi_b, float scale_b) {
+  constexpr int L = 8;
+  using V = kernels::vec::Vec<L>;
+  const V vqlo_a = V{} + qlo_a, vqhi_a = V{} + qhi_a, vlo = V{} + lo, vhi = V{} + hi, vqlo_b = V{} + qlo_b,
+          vqhi_b = V{} + qhi_b;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    kernels::vec::load(v, in + i);
+    v = v * inv_a;
+    v = v < vqlo_a ? vqlo_a : v;
+    v = v > vqhi_a ? vqhi_a : v;
+    v = kernels::vec::round_small(v) * scale_a;
+    v = v < vlo ? vlo : v;
+    v = v > vhi ? vhi : v;
+    v = v * inv_b;
+    v = v < vqlo_b ? vqlo_b : v;
+    v = v > vqhi_b ? vqhi_b : v;
+    kernels::vec::store(out + i, kernels::vec::round_small(v) * scale_b);
+  }
+  for (; i < n; ++i) {
+    float v = kernels::vec::round_small(std::min(std::max(in[i] * inv_a, qlo_a), qhi_a)) * scale_a;
+    v = std::min(std::max(v, lo), hi);
+    out[i] = kernels::vec::round_small(std::min(std::max(v * inv_b, qlo_b), qhi_b)) * scale_b;
+  }
+}
+
 }  // namespace detail
 
 /// Clamps `in` to [lo, hi] (a node's output_min_max; infinite for none), then rounds it onto the grid of
@@ -71,6 +101,24 @@ inline void fake_quantize(const float* in, float* out, int64_t n, float scale, i
 /// In place.
 inline void fake_quantize(float* x, int64_t n, float scale, int32_t zero_point, QRange r) {
   fake_quantize(x, x, n, scale, zero_point, r);
+}
+
+/// out = fake_quantize(fake_quantize(in onto a), onto b, clamped to [lo, hi]) in one pass; `in` is not written (a
+/// packed node's output and the Clamp or Convert that alone reads it, Note [xnnpack block finish]).
+inline void fake_requantize(const float* in, float* out, int64_t n, const Grid& a, const Grid& b, float lo, float hi) {
+  const float qlo_a = static_cast<float>(a.range.lo - a.zero_point);
+  const float qhi_a = static_cast<float>(a.range.hi - a.zero_point);
+  const float qlo_b = static_cast<float>(b.range.lo - b.zero_point);
+  const float qhi_b = static_cast<float>(b.range.hi - b.zero_point);
+  if (std::max({-qlo_a, qhi_a, -qlo_b, qhi_b}) > 4194304.f) {  // a 32-bit grid: the two exact passes, via out
+    fake_quantize(in, out, n, a.scale, a.zero_point, a.range);
+    fake_quantize(out, out, n, b.scale, b.zero_point, b.range, lo, hi);
+    return;
+  }
+  const float inv_a = 1.f / a.scale, inv_b = 1.f / b.scale;
+  kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+    detail::round_onto_two_grids(in, out, n, inv_a, qlo_a, qhi_a, a.scale, lo, hi, inv_b, qlo_b, qhi_b, b.scale);
+  });
 }
 
 /// Asymmetric int8 parameters of one row (its range widened to include 0), as XNNPACK's dynamic quantization

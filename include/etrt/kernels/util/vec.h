@@ -33,16 +33,11 @@ template <class V>
 /// v rounded to the nearest integer, ties to even, for |v| <= 2^22, on a float or a Vec: adding 1.5 x 2^23 leaves
 /// no fraction bits, so the add rounds in the default mode and the subtract is exact. Two adds where nearbyint is
 /// a library call per element that keeps a loop scalar. NaN stays NaN.
-// GCC warns that a Vec returned by value outside an AVX function has another ABI; this is always inlined into
-// the target-attributed loops that use it, so no call with that ABI exists.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
 template <class T>
 [[gnu::always_inline]] inline T round_small(T v) {
   constexpr float kShift = 12582912.0f;  // 1.5 x 2^23
   return (v + kShift) - kShift;
 }
-#pragma GCC diagnostic pop
 
 /// e^x lane by lane, the algorithm of kernels::exp_fast (within 2 ulp of libm): NaN stays NaN, x above ~88.38 is
 /// inf, below ~-87.34 is 0.
