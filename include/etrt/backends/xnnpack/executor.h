@@ -27,7 +27,7 @@
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
-#include "etrt/kernels/ops/unary.h"  // clamp_out: a node's output_min_max
+#include "etrt/kernels/float_kernels.h"  // clamp_out: a node's output_min_max
 #include "etrt/kernels/util/parallel.h"
 
 namespace etrt::xnnpack {

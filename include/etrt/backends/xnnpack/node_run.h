@@ -28,18 +28,7 @@
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
-#include "etrt/kernels/ops/activation.h"
-#include "etrt/kernels/ops/arithmetic.h"
-#include "etrt/kernels/ops/conv.h"
-#include "etrt/kernels/ops/linalg.h"
-#include "etrt/kernels/ops/pad.h"
-#include "etrt/kernels/ops/pool.h"
-#include "etrt/kernels/ops/rearrange.h"
-#include "etrt/kernels/ops/reduce.h"
-#include "etrt/kernels/ops/shape.h"
-#include "etrt/kernels/ops/softmax.h"
-#include "etrt/kernels/ops/unary.h"
-#include "etrt/kernels/ops/upsample.h"
+#include "etrt/kernels/float_kernels.h"  // the portable kernels below, instantiated once for float
 
 namespace etrt::xnnpack {
 
