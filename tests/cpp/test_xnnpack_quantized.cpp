@@ -416,3 +416,35 @@ TEST_CASE("XNNPACK qd8: weight layouts the integer kernels do not read take the 
   CHECK(plan(Datatype::QCInt8, q, {8, 64}) == quant::Qd8Weight::Int8);
   CHECK(plan(Datatype::QCInt8, q, {1, quant::kInt8MaxCols + 1}) == quant::Qd8Weight::None);  // could overflow int32
 }
+
+TEST_CASE("XNNPACK quantization: convolutions of int8 grids by int8 filters run in the int8 GEMM on a VNNI CPU",
+          "[xnnpack][quantized]") {
+  // Note [xnnpack int8 filters]: the filter stays bytes (no float copy) where the CPU has VNNI; ETRT_ISA=avx512
+  // (force_level here) keeps the float path, and both match upstream in tests/python/test_xnnpack_quantized.py.
+  for (int level : {-1, int{kernels::isa::kAvx512}}) {
+    kernels::isa::force_level = level;
+    const bool vnni = kernels::qgemm::has_vnni();
+    for (const char* name : {"q_cnn_static_xnnpack", "q_inverted_residual_xnnpack", "q_mlp_static_xnnpack"}) {
+      INFO(name << " level " << kernels::isa::level());
+      const auto f = etrt::test::first_payload(name, "xnnpack_quantized");
+      auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+      REQUIRE(g.has_value());
+      const Graph graph = *g;
+      auto e = Executor::create(std::move(*g));
+      REQUIRE(e.has_value());
+      int int8_nodes = 0, convolutions = 0;
+      for (size_t i = 0; i < graph.nodes.size(); ++i) {
+        const Node& n = graph.nodes[i];
+        if (n.kind_name == "XNNConv2d") ++convolutions;
+        if (!(*e)->int8_path(i)) continue;
+        ++int8_nodes;
+        CHECK((n.kind_name == "XNNConv2d" || n.kind_name == "XNNFullyConnected"));
+        CHECK((*e)->packed_path(i));
+        CHECK_FALSE((*e)->holds_float_copy(n.inputs[1]));
+      }
+      if (!vnni) CHECK(int8_nodes == 0);
+      else if (convolutions > 0) CHECK(int8_nodes >= convolutions);
+    }
+  }
+  kernels::isa::force_level = -1;
+}

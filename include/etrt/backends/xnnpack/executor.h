@@ -204,7 +204,7 @@ class Executor {
     std::vector<bool> read_as_floats(g.values.size(), false);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      const bool filter_packed = !prepared_[i].packed.empty();
+      const bool filter_packed = prepared_[i].filter_prepared();
       for (size_t k = 0; k < n.inputs.size(); ++k)
         if (n.inputs[k] != kNoValue && !(filter_packed && k == 1)) read_as_floats[n.inputs[k]] = true;
     }
@@ -324,6 +324,8 @@ class Executor {
   const Graph& graph() const { return g_; }
   /// Whether node `i` (by position) runs on its filter packed at load (packed_filters.h).
   bool packed_path(size_t i) const { return i < prepared_.size() && prepared_[i].packed_path; }
+  /// Whether node `i` multiplies by its filter kept as bytes, in the int8 GEMM (Note [xnnpack int8 filters]).
+  bool int8_path(size_t i) const { return i < prepared_.size() && prepared_[i].int8.active(); }
   /// Whether node i runs inside the node writing its input (Note [xnnpack block finish]).
   bool runs_in_writer(size_t i) const { return i < fused_.size() && fused_[i]; }
   /// True while the executor holds a float copy of value `id` (a dequantized or realigned constant).

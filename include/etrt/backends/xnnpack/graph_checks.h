@@ -72,6 +72,16 @@ inline Result<uint64_t> padded_input(const Graph& g, const Node& n) {
   if (e < 0) return fail(Error::InvalidProgram, n.where(), ": padded input overflows");
   return static_cast<uint64_t>(e);
 }
+/// Conv2d: the padded input, or, for an input quantized per tensor, that input as bytes for the int8 GEMM
+/// (kernels::nhwc::conv_input_bytes; Note [xnnpack int8 filters]), whichever is larger. The bytes are reserved
+/// whether or not the node takes the int8 path, which is decided later, when the filters are prepared.
+inline Result<uint64_t> conv(const Graph& g, const Node& n) {
+  ETRT_TRY(uint64_t need, padded_input(g, n));
+  const Value& x = g.values[n.inputs[0]];
+  if ((x.datatype == Datatype::QInt8 || x.datatype == Datatype::QUInt8) && x.quant.kind == QuantKind::PerTensor)
+    need = std::max<uint64_t>(need, (static_cast<uint64_t>(x.numel) + 64 + sizeof(float) - 1) / sizeof(float));
+  return need;
+}
 /// Max pooling: the padded input, then the int64 indices the kernel writes (8-byte aligned).
 inline Result<uint64_t> max_pooling(const Graph& g, const Node& n) {
   ETRT_TRY(uint64_t need, padded_input(g, n));

@@ -27,8 +27,9 @@
 #include "etrt/backends/xnnpack/sdpa.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/evalue.h"
-#include "etrt/kernels/kernel.h"
 #include "etrt/kernels/float_kernels.h"  // the portable kernels below, instantiated once for float
+#include "etrt/kernels/kernel.h"
+#include "etrt/kernels/util/nhwc_pool.h"
 
 namespace etrt::xnnpack {
 
@@ -270,7 +271,7 @@ Status convolution(const NodeRun& r, const Node& n) {
     if (const PreparedNode& p = r.prepared[n.index]; p.packed_path)
       return packed::convolution(p, n, Filter == ConvFilter::Depthwise, r.ptr[n.inputs[0]], r.shapes[n.inputs[0]],
                                  r.ptr[n.inputs[1]], r.g.values[n.inputs[1]].dims, r.ptr[n.output],
-                                 r.shapes[n.output], optional_ptr(r, n, 2));
+                                 r.shapes[n.output], optional_ptr(r, n, 2), r.scratch);
   }
   std::array<int64_t, 2> pad{};
   ETRT_TRY(Tensor x, r.spatial_input(n, 0.f, pad));
@@ -294,7 +295,23 @@ inline Status avg_pooling(const NodeRun& r, const Node& n) {
   return kernels::avg_pool2d_out<F>(r.ctx, x, ks, stride, pad, false, false, std::nullopt, o);
 }
 
+/// The NHWC loop (kernels/util/nhwc_pool.h) where the window geometry holds, else the portable kernel, whose errors
+/// name what is wrong.
 inline Status max_pooling(const NodeRun& r, const Node& n) {
+  const ValueShape& xs = r.shapes[n.inputs[0]];
+  const ValueShape& os = r.shapes[n.output];
+  if (xs.rank == 4 && os.rank == 4) {
+    kernels::nhwc::Geometry geo;
+    geo.N = xs.d[0], geo.H = xs.d[1], geo.W = xs.d[2], geo.C = xs.d[3];
+    geo.OH = os.d[1], geo.OW = os.d[2], geo.O = os.d[3];
+    geo.KH = n.conv[4], geo.KW = n.conv[5], geo.sh = n.conv[6], geo.sw = n.conv[7];
+    geo.dh = std::max<uint32_t>(n.conv[8], 1), geo.dw = std::max<uint32_t>(n.conv[9], 1);
+    geo.pt = n.conv[0], geo.pr = n.conv[1], geo.pb = n.conv[2], geo.pl = n.conv[3];
+    if (geo.valid() && geo.O == geo.C && os.d[0] == geo.N) {
+      kernels::nhwc::max_pool(geo, r.ptr[n.inputs[0]], r.ptr[n.output]);
+      return {};
+    }
+  }
   std::array<int64_t, 2> pad{};
   ETRT_TRY(Tensor x, r.spatial_input(n, -std::numeric_limits<float>::infinity(), pad));
   ETRT_TRY(Tensor o, r.nchw(n.output));

@@ -9,9 +9,18 @@
 // the input, padding, window, stride and dilation give. Otherwise the node keeps running on the portable kernels,
 // whose errors name what is wrong. Packed filters count against the graph's memory limit (executor.h) before
 // they are allocated; a packed matrix is the filter rounded up to the micro-kernel's panel width.
+//
+// Note [xnnpack int8 filters]: on a CPU with AVX-512 VNNI, a convolution or fully-connected node whose input is
+// quantized per tensor (qint8 or quint8) and whose filter is int8 with zero point 0 (qcint8 per output channel, or
+// qint8 per tensor) keeps its filter as bytes, packed for the int8 GEMM (kernels/util/qgemm.h, Note [int8 gemm]),
+// and runs in integers as XNNPACK's qs8 kernels do: its input, on its grid, is turned back into bytes as it is
+// packed, and the exact int32 sums are scaled into the float output, then rounded onto the output's grid by the
+// block finish. Other CPUs, and ETRT_ISA=avx512 or below, multiply the dequantized filter in float.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <vector>
@@ -23,6 +32,7 @@
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/nhwc_conv.h"
 #include "etrt/kernels/util/packed_gemm.h"
+#include "etrt/kernels/util/qgemm.h"
 
 namespace etrt::xnnpack {
 
@@ -44,6 +54,18 @@ struct BlockFinish {
   bool any() const { return round || next; }
 };
 
+/// A filter kept as bytes for the int8 GEMM (Note [xnnpack int8 filters]): one packed matrix per group, and per
+/// output channel the requantization of its sums.
+struct Int8Filter {
+  std::vector<kernels::qgemm::PackedQB> packed;
+  std::vector<int32_t> zero_sum;
+  std::vector<float> scale;
+  kernels::nhwc::ToBytes to_bytes;  // the input's grid
+
+  bool active() const { return !packed.empty(); }
+  kernels::qgemm::Requant requant(int64_t o0) const { return {zero_sum.data() + o0, scale.data() + o0}; }
+};
+
 /// What a node prepared at load (Note [xnnpack packed filters]).
 struct PreparedNode {
   bool packed_path = false;                      // the node runs on the packed kernels and applies its own clamp
@@ -52,6 +74,10 @@ struct PreparedNode {
   // A fully-connected node of a dynamically quantized activation and a weight kept quantized: what the integer
   // kernels need (qd8_gemm.h); weight None when the node takes the float path.
   quant::Qd8Plan qd8;
+  Int8Filter int8;  // Note [xnnpack int8 filters]; empty when the filter is multiplied in float
+
+  /// Whether the node's filter is read only in its prepared form (its float copy may be released).
+  bool filter_prepared() const { return !packed.empty() || int8.active(); }
 };
 
 /// A node kind's preparation; `budget` is the bytes the graph may still allocate, lowered by what it takes.
@@ -125,6 +151,43 @@ inline Status take(uint64_t& budget, uint64_t floats, const Node& n) {
   return {};
 }
 
+/// The int8 form of a constant filter of `rows` output channels (groups of rows / groups), each row k bytes, or an
+/// empty one when the CPU, the input's quantization or the filter's does not fit (Note [xnnpack int8 filters]).
+inline Result<Int8Filter> int8_filter(const Graph& g, const Node& n, int64_t rows, int64_t k, int64_t groups,
+                                      uint64_t& budget) {
+  Int8Filter f;
+  if (!kernels::qgemm::has_vnni() || rows < 1 || k < 1 || groups < 1 || rows % groups != 0) return f;
+  const Value& xv = g.values[n.inputs[0]];
+  const Value& wv = g.values[n.inputs[1]];
+  if ((xv.datatype != Datatype::QInt8 && xv.datatype != Datatype::QUInt8) || xv.quant.kind != QuantKind::PerTensor)
+    return f;
+  const float sx = xv.quant.scale;
+  const int32_t zero = xv.quant.zero_point + (xv.datatype == Datatype::QInt8 ? 128 : 0);
+  if (!(sx > 0.f) || !std::isfinite(1.f / sx) || zero < 0 || zero > 255) return f;
+  if (wv.numel != rows * k || wv.constant.size() != static_cast<size_t>(wv.numel)) return f;
+  const bool per_channel = wv.datatype == Datatype::QCInt8 && wv.quant.kind == QuantKind::PerChannel &&
+                           wv.quant.channel_dim == 0 && wv.quant.scales.size() == static_cast<size_t>(rows);
+  const bool per_tensor = wv.datatype == Datatype::QInt8 && wv.quant.kind == QuantKind::PerTensor &&
+                          wv.quant.zero_point == 0;
+  if (!per_channel && !per_tensor) return f;
+  const int64_t og = rows / groups;
+  ETRT_CHECK_OK(take(budget, (static_cast<uint64_t>(groups) * kernels::qgemm::packed_qb_bytes(k, og) +
+                              static_cast<uint64_t>(rows) * 8 + sizeof(float) - 1) / sizeof(float), n));
+  const auto* w = reinterpret_cast<const int8_t*>(wv.constant.data());
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    // B(p, j) = w[(gi * og + j) * k + p]: the group's filter rows as columns.
+    ETRT_TRY(kernels::qgemm::PackedQB b, kernels::qgemm::pack_qb(w + gi * og * k, 1, k, k, og));
+    for (int64_t j = 0; j < og; ++j) {
+      const int64_t o = gi * og + j;
+      f.zero_sum.push_back(zero * b.col_sums[static_cast<size_t>(j)]);
+      f.scale.push_back(sx * (per_channel ? wv.quant.scales[static_cast<size_t>(o)] : wv.quant.scale));
+    }
+    f.packed.push_back(std::move(b));
+  }
+  f.to_bytes = {1.f / sx, zero};
+  return f;
+}
+
 }  // namespace packed
 
 namespace prepare {
@@ -149,6 +212,13 @@ inline Result<PreparedNode> fully_connected(const Graph& g, const Node& n, std::
   }
   if (!packed::float_constant(g, ptr, w) || g.values[w].dims.size() != 2) return p;
   const bool transposed = (n.flags & kFlagTransposeWeights) != 0;
+  if (!transposed && packed::bias_fits(g, n, wv.dims[0])) {
+    ETRT_TRY(p.int8, packed::int8_filter(g, n, wv.dims[0], wv.dims[1], 1, budget));
+    if (p.int8.active()) {
+      p.packed_path = true;
+      return p;
+    }
+  }
   const int64_t k = transposed ? g.values[w].dims[0] : g.values[w].dims[1];
   const int64_t cols = transposed ? g.values[w].dims[1] : g.values[w].dims[0];
   if (k < 1 || cols < 1 || !packed::bias_fits(g, n, cols)) return p;
@@ -172,6 +242,11 @@ inline Result<PreparedNode> conv(const Graph& g, const Node& n, std::span<float*
       !packed::bias_fits(g, n, geo.O))
     return p;
   const int64_t og = geo.O / groups, k = geo.KH * geo.KW * fd[3];
+  ETRT_TRY(p.int8, packed::int8_filter(g, n, geo.O, k, groups, budget));
+  if (p.int8.active()) {
+    p.packed_path = true;
+    return p;
+  }
   ETRT_CHECK_OK(packed::take(budget, static_cast<uint64_t>(groups) * kernels::gemm::packed_b_floats(k, og), n));
   for (int64_t gi = 0; gi < groups; ++gi) {
     // B(p, j) = filter[(gi * og + j) * k + p]: row j of the group's filter rows.
@@ -203,6 +278,18 @@ namespace packed {
 /// out [m, N] = clamp(x [m, K] . B + bias): a fully-connected node on its packed filter.
 inline Status fully_connected(const PreparedNode& p, const Node& n, const float* x, const ValueShape& xs, float* out,
                               const ValueShape& os, const float* bias) {
+  if (p.int8.active()) {
+    const kernels::qgemm::PackedQB& b = p.int8.packed[0];
+    if (xs.rank == 0 || xs.d[xs.rank - 1] != b.k)
+      return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", b.k,
+                  " input channels");
+    const int64_t m = xs.numel() / b.k;
+    if (os.numel() != m * b.n)
+      return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", b.n);
+    kernels::qgemm::qgemm(m, b, p.int8.requant(0), epilogue(p, n, bias), out, b.n,
+                          kernels::nhwc::QuantizedRows{x, b.k, b.k, p.int8.to_bytes});
+    return {};
+  }
   const kernels::gemm::PackedB& b = p.packed[0];
   if (xs.rank == 0 || xs.d[xs.rank - 1] != b.k)
     return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", b.k,
@@ -214,10 +301,11 @@ inline Status fully_connected(const PreparedNode& p, const Node& n, const float*
   return {};
 }
 
-/// A Conv2d (groups of packed filters) or DepthwiseConv2d (filter in place) node on this call's shapes.
+/// A Conv2d (groups of packed filters) or DepthwiseConv2d (filter in place) node on this call's shapes. `scratch`
+/// holds what scratch::conv reserved: the input as bytes on the int8 path.
 inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, const float* x, const ValueShape& xs,
                           const float* filter, std::span<const int64_t> fd, float* out, const ValueShape& os,
-                          const float* bias) {
+                          const float* bias, float* scratch) {
   const kernels::nhwc::Geometry geo = geometry(n, xs, os, fd);
   if (!geo.valid() || xs.d[0] != os.d[0])
     return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
@@ -227,6 +315,23 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
     if (!kernels::nhwc::depthwise(geo, geo.O / geo.C, x, filter, ep, out))
       return fail(Error::InvalidProgram, "a depthwise window of ", geo.KH, "x", geo.KW, " over ", geo.C,
                   " channels into ", geo.O, " is not supported");
+    return {};
+  }
+  if (p.int8.active()) {
+    // The input once into bytes (scratch::conv reserved them for the planned shape, which this call's does not
+    // exceed), then the windows gathered from them.
+    auto* bytes = reinterpret_cast<uint8_t*>(scratch);
+    const int64_t numel = xs.numel(), padded = kernels::nhwc::conv_input_bytes(geo);
+    kernels::qgemm::quantize(x, numel, p.int8.to_bytes.inv_scale, p.int8.to_bytes.zero, bytes);
+    std::memset(bytes + numel, 0, static_cast<size_t>(padded - numel));
+    const auto pad = static_cast<uint8_t>(p.int8.to_bytes.zero);
+    const int64_t groups = static_cast<int64_t>(p.int8.packed.size()), cg = geo.C / groups, og = geo.O / groups;
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      kernels::gemm::Epilogue gep = ep;
+      if (bias) gep.bias = bias + gi * og;
+      kernels::nhwc::qconv_group(geo, bytes, pad, gi * cg, cg, p.int8.packed[gi], p.int8.requant(gi * og), gep, out,
+                                 gi * og);
+    }
     return {};
   }
   const int64_t groups = static_cast<int64_t>(p.packed.size()), cg = geo.C / groups, og = geo.O / groups;

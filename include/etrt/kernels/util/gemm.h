@@ -128,7 +128,7 @@ template <class T>
 inline Micro<T> micro_kernels(int level) {
   constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
 #ifdef ETRT_ISA_X86
-  if (level == 2)
+  if (level >= isa::kAvx512)
     return {&micro_avx512<T, 8, 16 << kWide>, &micro_avx512<T, 1, 16 << kWide>, 8, 16 << kWide};
   if (level == 1) return {&micro_avx2<T, 6, 8 << kWide>, &micro_avx2<T, 1, 8 << kWide>, 6, 8 << kWide};
 #endif

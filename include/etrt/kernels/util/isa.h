@@ -6,7 +6,7 @@
 // everything it inlines in turn is compiled for that wrapper's instruction set; what it calls out of line stays at
 // the baseline, which keeps a library function shared between variants from being built for the wrong CPU.
 //
-// The level is detected once per process, capped by the ETRT_ISA environment variable (avx512, avx2, baseline)
+// The level is detected once per process, capped by the ETRT_ISA environment variable (avx512vnni, avx512, avx2, baseline)
 // and, in tests, by `force_level`: a cap above what the CPU has is lowered to what it has.
 #pragma once
 
@@ -16,13 +16,16 @@
 
 namespace etrt::kernels::isa {
 
-/// 2 = AVX-512 (F, BW, DQ, VL) with AVX2 + FMA, 1 = AVX2 + FMA + F16C, 0 = the build's baseline.
-enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
+/// 3 = AVX-512 with VNNI (the byte dot products of the int8 GEMM, util/qgemm.h), 2 = AVX-512 (F, BW, DQ, VL) with
+/// AVX2 + FMA, 1 = AVX2 + FMA + F16C, 0 = the build's baseline. Code that needs no VNNI asks for `>= kAvx512`.
+enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ETRT_ISA_X86 1
 #define ETRT_TARGET_AVX2 gnu::target("avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 #define ETRT_TARGET_AVX512 gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+#define ETRT_TARGET_AVX512VNNI \
+  gnu::target("avx512vnni,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 #endif
 
 /// Marks a lambda handed to dispatch(): it must be inlined into each variant, or it would run at the baseline.
@@ -37,7 +40,11 @@ inline int env_level() {
     const char* v = std::getenv("ETRT_ISA");
     if (!v) return -1;
     const std::string_view s(v);
-    return s == "avx512" ? int{kAvx512} : s == "avx2" ? int{kAvx2} : s == "baseline" ? int{kBaseline} : -1;
+    return s == "avx512vnni" ? int{kAvx512Vnni}
+           : s == "avx512"   ? int{kAvx512}
+           : s == "avx2"     ? int{kAvx2}
+           : s == "baseline" ? int{kBaseline}
+                             : -1;
   }();
   return level;
 }
@@ -51,7 +58,8 @@ inline int cpu_supported() {
                       __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    return avx512 ? int{kAvx512} : avx2 ? int{kAvx2} : int{kBaseline};
+    const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+    return vnni ? int{kAvx512Vnni} : avx512 ? int{kAvx512} : avx2 ? int{kAvx2} : int{kBaseline};
   }();
   return level;
 #else
@@ -67,7 +75,7 @@ inline int level() {
 
 /// The name of a level, as ETRT_ISA spells it.
 inline std::string_view level_name(int l) {
-  return l >= kAvx512 ? "avx512" : l == kAvx2 ? "avx2" : "baseline";
+  return l >= kAvx512Vnni ? "avx512vnni" : l == kAvx512 ? "avx512" : l == kAvx2 ? "avx2" : "baseline";
 }
 
 #ifdef ETRT_ISA_X86
@@ -86,6 +94,7 @@ template <class F>
 inline decltype(auto) dispatch(F&& body) {
 #ifdef ETRT_ISA_X86
   switch (level()) {
+    case kAvx512Vnni:
     case kAvx512: return on_avx512(body);
     case kAvx2: return on_avx2(body);
     default: break;

@@ -5,7 +5,10 @@
 //   - a depthwise convolution (a [1, KH, KW, C * M] filter, M outputs per input channel) is a direct loop that runs
 //     along the channels, which are contiguous in NHWC, compiled for AVX-512, AVX2 + FMA and the baseline and picked
 //     at run time like the GEMM's micro-kernels.
-// Both add the bias and clamp as they write the output. Geometry is checked by the caller (NhwcGeometry::valid).
+//   - a convolution of a statically quantized input by an int8 filter is the int8 GEMM (util/qgemm.h) of the same
+//     windows, gathered from the input turned back into bytes once per call (ByteWindowRows; ByteRows in place
+//     for a pointwise convolution).
+// All add the bias and clamp as they write the output. Geometry is checked by the caller (NhwcGeometry::valid).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/qgemm.h"
 #include "etrt/kernels/util/vec.h"
 
 namespace etrt::kernels::nhwc {
@@ -80,6 +84,82 @@ struct WindowRows {
     }
   }
 };
+
+/// The quantization of a float activation held on its grid back to the bytes the int8 GEMM reads (Note [int8
+/// gemm]): byte = round(x / scale) + zero, where zero = zero_point + offset.
+struct ToBytes {
+  float inv_scale = 1.f;
+  int32_t zero = 0;
+};
+
+/// WindowRows for the int8 GEMM, over the input already turned into bytes (ToBytes): a row of A is the window's
+/// taps' bytes, a padding tap `pad` (the byte of the real number 0).
+struct ByteWindowRows {
+  const Geometry& g;
+  const uint8_t* in;
+  int64_t c0;
+  int64_t cg;
+  uint8_t pad;
+
+  const uint8_t* direct(int64_t, int64_t&) const { return nullptr; }  // windows are always gathered
+
+  void operator()(int64_t i, int64_t rows, uint8_t* dst, int64_t lda) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t row = i + r, ow = row % g.OW, t = row / g.OW, oh = t % g.OH, n = t / g.OH;
+      const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+      uint8_t* d = dst + r * lda;
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = ih0 + kh * g.dh;
+        for (int64_t kw = 0; kw < g.KW; ++kw, d += cg) {
+          const int64_t iw = iw0 + kw * g.dw;
+          if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::memset(d, pad, static_cast<size_t>(cg));
+          else std::memcpy(d, in + ((n * g.H + ih) * g.W + iw) * g.C + c0, static_cast<size_t>(cg));
+        }
+      }
+    }
+  }
+};
+
+/// A row-major byte matrix read in place (row stride lda bytes), as a pointwise convolution's input is.
+struct ByteRows {
+  const uint8_t* a;
+  int64_t lda;
+  const uint8_t* direct(int64_t i, int64_t& row_stride) const {
+    row_stride = lda;
+    return a + i * lda;
+  }
+  void operator()(int64_t, int64_t, uint8_t*, int64_t) const {}  // never asked: direct() always answers
+};
+
+/// Rows of a row-major float matrix (row stride lda floats, k columns) turned into bytes as they are packed.
+struct QuantizedRows {
+  const float* a;
+  int64_t lda;
+  int64_t k;
+  ToBytes q;
+
+  const uint8_t* direct(int64_t, int64_t&) const { return nullptr; }
+  void operator()(int64_t i, int64_t rows, uint8_t* dst, int64_t ldd) const {
+    for (int64_t r = 0; r < rows; ++r) qgemm::quantize_row(a + (i + r) * lda, k, q.inv_scale, q.zero, dst + r * ldd);
+  }
+};
+
+/// Bytes the int8 convolution's input takes (qconv_group's `bytes`): the input and the few bytes past its end that
+/// the kernels may read of a pointwise convolution's last row (ByteRows).
+inline int64_t conv_input_bytes(const Geometry& g) { return g.N * g.H * g.W * g.C + 64; }
+
+/// The int8 form of conv_group (Note [int8 gemm]): `bytes` holds the input turned into bytes (qgemm::quantize),
+/// with conv_input_bytes(g) readable; B the group's int8 filter; `rq` the requantization of output channels
+/// [o0, o0 + B.n); `pad` the byte of the real number 0.
+inline void qconv_group(const Geometry& g, const uint8_t* bytes, uint8_t pad, int64_t c0, int64_t cg,
+                        const qgemm::PackedQB& B, const qgemm::Requant& rq, const gemm::Epilogue& ep, float* out,
+                        int64_t o0) {
+  const int64_t m = g.N * g.OH * g.OW;
+  if (g.pointwise() && cg == g.C)
+    qgemm::qgemm(m, B, rq, ep, out + o0, g.O, ByteRows{bytes, g.C});
+  else
+    qgemm::qgemm(m, B, rq, ep, out + o0, g.O, ByteWindowRows{g, bytes, c0, cg, pad});
+}
 
 /// out = clamp(conv(in, filter) + bias) for one group: filter packed as B (K = KH * KW * cg rows, the group's output
 /// channels as columns), writing output channels [o0, o0 + B.n).
@@ -182,7 +262,7 @@ inline void depthwise_base(const Geometry& g, int64_t m, const float* in, const 
 inline DepthwiseFn pick_depthwise() {
 #ifdef ETRT_ISA_X86
   const int level = isa::level();
-  if (level == 2) return &depthwise_avx512;
+  if (level >= isa::kAvx512) return &depthwise_avx512;
   if (level == 1) return &depthwise_avx2;
 #endif
   return &depthwise_base;

@@ -1,0 +1,70 @@
+// 2-D max pooling on NHWC activations (the layout XNNPACK payloads use), float: per output pixel, the maximum of
+// the window's in-bounds taps, eight channels at a time along the contiguous channel dim. Padding taps count as
+// -infinity (a window entirely in the padding gives -infinity), a NaN in the window gives NaN, as torch's max_pool2d.
+// No indices are computed: an XNNPACK MaxPooling2d node has none.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/nhwc_conv.h"  // Geometry
+#include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/vec.h"
+
+namespace etrt::kernels::nhwc {
+
+namespace detail {
+
+/// The NaN-propagating maximum: x wins when it is larger or NaN.
+template <class T>
+[[gnu::always_inline]] inline T max_nan(T m, T x) {
+  return (x > m) | (x != x) ? x : m;
+}
+[[gnu::always_inline]] inline float max_nan(float m, float x) { return x > m || x != x ? x : m; }
+
+/// Output rows [r0, r1) (row = n * OH + oh); O == C.
+inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
+  isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+    using V = vec::Vec<8>;
+    const float ninf = -std::numeric_limits<float>::infinity();
+    const int64_t C = g.C;
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t oh = row % g.OH, n = row / g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        float* o = out + (row * g.OW + ow) * C;
+        for (int64_t c = 0; c < C; ++c) o[c] = ninf;
+        for (int64_t kh = 0; kh < g.KH; ++kh) {
+          const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          for (int64_t kw = 0; kw < g.KW; ++kw) {
+            const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+            if (iw < 0 || iw >= g.W) continue;
+            const float* x = in + ((n * g.H + ih) * g.W + iw) * C;
+            int64_t c = 0;
+            for (; c + 8 <= C; c += 8) {
+              V m, v;
+              vec::load(m, o + c);
+              vec::load(v, x + c);
+              vec::store(o + c, max_nan(m, v));
+            }
+            for (; c < C; ++c) o[c] = max_nan(o[c], x[c]);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+/// out [N, OH, OW, C] = max pooling of in [N, H, W, C] over g's window (g.O == g.C; the geometry is valid).
+inline void max_pool(const Geometry& g, const float* in, float* out) {
+  const int64_t rows = g.N * g.OH;
+  const int64_t work = rows * g.OW * g.C * g.KH * g.KW;
+  const auto run = [&](int64_t r0, int64_t r1) { detail::max_pool_rows(g, in, out, r0, r1); };
+  if (work < min_parallel_work() || rows < 2) run(0, rows);
+  else parallel_for(rows, 1, run);
+}
+
+}  // namespace etrt::kernels::nhwc

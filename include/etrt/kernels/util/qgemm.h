@@ -1,0 +1,309 @@
+// An int8 GEMM for statically quantized layers: C (float) = requantize(A (uint8) x B (int8, packed once)).
+//
+// Note [int8 gemm]: a layer whose input is quantized per tensor (scale sx, zero point zx) and whose weight is int8
+// with one scale per output column (sw[j], zero point 0) computes, in exact integers,
+//   acc(i, j) = sum_p A(i, p) x B(p, j),   with A(i, p) = q(i, p) + offset   (0..255)
+// where `offset` makes a signed activation unsigned (128 for int8, 0 for uint8), because the one byte dot product
+// x86 has (AVX-512 VNNI vpdpbusd) multiplies unsigned by signed bytes, four pairs into each int32 lane. The real
+// product is sx x sw[j] x sum_p (q - zx) x B, so the caller passes per column
+//   zero_sum[j] = (zx + offset) x sum_p B(p, j)   and   scale[j] = sx x sw[j],
+// and C(i, j) = clamp(float(acc - zero_sum[j]) x scale[j] + bias[j], lo, hi): exact up to that one float multiply
+// and add, where the float GEMM rounded at every step. The rows of A come from a packer (a quantized copy of a
+// linear layer's input rows, a convolution's input windows), MC rows at a time into a per-thread buffer; no
+// column of A is ever widened to float. B is stored per panel of kNr columns as ceil(k / 4) groups of kNr x 4
+// bytes, zero beyond k and beyond n, so the bytes a packer leaves past k in a row meet zero weights. A micro-kernel
+// call computes 8 rows by the panel's 32 columns (16 when no more are left): per group of four k, two 64-byte
+// loads of B and eight 4-byte broadcasts of A feed sixteen dot-product instructions.
+// The finished block goes through the float epilogue's finish step (gemm::Epilogue) like the float GEMM's.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "etrt/core/result.h"
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/packed_gemm.h"
+#include "etrt/kernels/util/parallel.h"
+
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
+namespace etrt::kernels::qgemm {
+
+inline constexpr int kNr = 32;        // columns per panel: two vectors of 16 int32 accumulators
+inline constexpr int kMr = 8;         // rows per micro-kernel call
+inline constexpr int64_t kMc = 96;    // rows of A packed at a time (a multiple of kMr)
+
+/// B (k x n int8) packed for the dot-product kernels (Note [int8 gemm]), with its column sums.
+struct PackedQB {
+  std::unique_ptr<int8_t[]> data;
+  std::vector<int32_t> col_sums;  // sum over p of B(p, j), n entries
+  int64_t k = 0, k4 = 0, n = 0;
+
+  int64_t panels() const { return (n + kNr - 1) / kNr; }
+  /// Bytes of a row of A as the kernels read it: k rounded up to whole groups of four.
+  int64_t row_bytes() const { return k4 * 4; }
+  const int8_t* panel(int64_t p) const { return data.get() + p * k4 * kNr * 4; }
+};
+
+/// Bytes pack_qb allocates for a k x n matrix: for memory budgets, before packing.
+inline uint64_t packed_qb_bytes(int64_t k, int64_t n) {
+  const uint64_t panels = static_cast<uint64_t>((n + kNr - 1) / kNr), k4 = static_cast<uint64_t>((k + 3) / 4);
+  return panels * k4 * kNr * 4 + static_cast<uint64_t>(n) * sizeof(int32_t);
+}
+
+/// Packs B(p, j) = b[p * rs + j * cs] for p < k, j < n.
+inline Result<PackedQB> pack_qb(const int8_t* b, int64_t rs, int64_t cs, int64_t k, int64_t n) {
+  PackedQB out;
+  out.k = k;
+  out.n = n;
+  out.k4 = (k + 3) / 4;
+  const uint64_t bytes = static_cast<uint64_t>(out.panels()) * static_cast<uint64_t>(out.k4) * kNr * 4;
+  out.data.reset(new (std::nothrow) int8_t[std::max<uint64_t>(bytes, 1)]);
+  if (!out.data) return fail(Error::MemoryAllocationFailed, "cannot allocate ", bytes, " bytes of packed int8 weights");
+  std::memset(out.data.get(), 0, bytes);
+  out.col_sums.assign(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j) {
+    int8_t* panel = out.data.get() + (j / kNr) * out.k4 * kNr * 4;
+    const int64_t lane = j % kNr;
+    int32_t sum = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const int8_t v = b[p * rs + j * cs];
+      panel[(p / 4) * kNr * 4 + lane * 4 + p % 4] = v;
+      sum += v;
+    }
+    out.col_sums[static_cast<size_t>(j)] = sum;
+  }
+  return out;
+}
+
+/// The per-column requantization of the accumulators (Note [int8 gemm]); each array holds n entries.
+struct Requant {
+  const int32_t* zero_sum = nullptr;
+  const float* scale = nullptr;
+};
+
+namespace detail {
+
+/// One micro-kernel call: rows [0, MR) of A (row stride lda bytes) times one panel (cols <= kNr valid columns),
+/// written to C at c (row stride ldc) through the requantization and the epilogue's bias and clamp.
+struct Call {
+  int64_t k4;
+  const uint8_t* a;
+  int64_t lda;
+  const int8_t* b;
+  const int32_t* zero_sum;
+  const float* scale;
+  const float* bias;
+  float lo, hi;
+  float* c;
+  int64_t ldc;
+  int cols;
+};
+using MicroFn = void (*)(const Call&);
+
+inline int32_t load_group(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// The definition, one accumulator at a time: any CPU, and the reference the tests hold the vector kernel to.
+template <int MR>
+inline void micro_base(const Call& k) {
+  for (int r = 0; r < MR; ++r) {
+    const uint8_t* a = k.a + r * k.lda;
+    for (int j = 0; j < k.cols; ++j) {
+      int32_t acc = 0;
+      for (int64_t q = 0; q < k.k4; ++q)
+        for (int t = 0; t < 4; ++t)
+          acc += int32_t{a[q * 4 + t]} * int32_t{k.b[q * kNr * 4 + j * 4 + t]};
+      float v = static_cast<float>(acc - k.zero_sum[j]) * k.scale[j] + (k.bias ? k.bias[j] : 0.f);
+      v = std::min(std::max(v, k.lo), k.hi);
+      k.c[r * k.ldc + j] = v;
+    }
+  }
+}
+
+#ifdef ETRT_ISA_X86
+// GCC 12's AVX-512 intrinsics start from a self-initialised "undefined" vector, which its -Wuninitialized reports
+// at every inlined use (GCC bug 105593); nothing here reads an undefined lane.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// MR rows by NV vectors of 16 columns (NV = 2: the whole panel; 1: its first 16 columns, the others being zero).
+template <int MR, int NV>
+[[ETRT_TARGET_AVX512VNNI]] inline void micro_vnni(const Call& k) {
+  __m512i acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
+  const uint8_t* a = k.a;
+  const int8_t* b = k.b;
+  for (int64_t q = 0; q < k.k4; ++q, a += 4, b += kNr * 4) {
+    __m512i bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512(b + 64 * v);
+    for (int r = 0; r < MR; ++r) {
+      const __m512i av = _mm512_set1_epi32(load_group(a + r * k.lda));
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, bv[v]);
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
+  for (int v = 0; v < NV; ++v) {
+    const int cols = std::clamp(k.cols - 16 * v, 0, 16);
+    const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+    const __m512i zs = _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v);
+    const __m512 sc = _mm512_maskz_loadu_ps(m, k.scale + 16 * v);
+    const __m512 bias = k.bias ? _mm512_maskz_loadu_ps(m, k.bias + 16 * v) : _mm512_setzero_ps();
+    for (int r = 0; r < MR; ++r) {
+      // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
+      __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zs)), sc), bias);
+      x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+      _mm512_mask_storeu_ps(k.c + r * k.ldc + 16 * v, m, x);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+/// The micro-kernels for 1..kMr rows, indexed by rows - 1; `wide`: the panel has more than 16 columns left.
+inline const MicroFn* micro_table(bool vnni, bool wide) {
+  static constexpr MicroFn base[kMr] = {&micro_base<1>, &micro_base<2>, &micro_base<3>, &micro_base<4>,
+                                        &micro_base<5>, &micro_base<6>, &micro_base<7>, &micro_base<8>};
+#ifdef ETRT_ISA_X86
+  static constexpr MicroFn vnni1[kMr] = {&micro_vnni<1, 1>, &micro_vnni<2, 1>, &micro_vnni<3, 1>, &micro_vnni<4, 1>,
+                                         &micro_vnni<5, 1>, &micro_vnni<6, 1>, &micro_vnni<7, 1>, &micro_vnni<8, 1>};
+  static constexpr MicroFn vnni2[kMr] = {&micro_vnni<1, 2>, &micro_vnni<2, 2>, &micro_vnni<3, 2>, &micro_vnni<4, 2>,
+                                         &micro_vnni<5, 2>, &micro_vnni<6, 2>, &micro_vnni<7, 2>, &micro_vnni<8, 2>};
+  if (vnni) return wide ? vnni2 : vnni1;
+#else
+  (void)vnni;
+  (void)wide;
+#endif
+  return base;
+}
+
+/// Rows [i0, i1) and panels [p0, p1) of C. pack_a(i, rows, dst, lda) writes rows [i, i + rows) of A, k bytes
+/// each, at dst with row stride lda (the bytes from k to lda are free: they meet zero weights);
+/// pack_a.direct(i, lda) returns row i of A when A can be read in place (lda: its row stride; the kernels read
+/// B.row_bytes() bytes of each row, so up to 3 bytes past the last row's k must be readable), else null.
+template <class PackA>
+inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB& B, const Requant& q,
+                  const gemm::Epilogue& ep, float* c, int64_t ldc, bool vnni, PackA& pack_a) {
+  const int64_t lda = B.row_bytes();
+  thread_local std::unique_ptr<uint8_t[]> buf;
+  thread_local size_t cap = 0;
+  const size_t need = static_cast<size_t>(kMc * lda + 64);
+  if (need > cap) {
+    buf.reset(new uint8_t[need]);
+    cap = need;
+  }
+  uint8_t* apack = buf.get();
+  for (int64_t ic = i0; ic < i1; ic += kMc) {
+    const int64_t mc = std::min(kMc, i1 - ic);
+    int64_t a_stride = lda;
+    const uint8_t* a = pack_a.direct(ic, a_stride);
+    if (!a) {
+      pack_a(ic, mc, apack, lda);
+      if (lda > B.k)  // the bytes past k meet zero weights; zeroed so that no uninitialised byte is read
+        for (int64_t r = 0; r < mc; ++r) std::memset(apack + r * lda + B.k, 0, static_cast<size_t>(lda - B.k));
+      a = apack;
+      a_stride = lda;
+    }
+    for (int64_t panel = p0; panel < p1; ++panel) {
+      const int64_t j = panel * kNr;
+      Call call{B.k4, nullptr, a_stride, B.panel(panel), q.zero_sum + j, q.scale + j, ep.bias ? ep.bias + j : nullptr,
+                ep.lo, ep.hi, nullptr, ldc, static_cast<int>(std::min<int64_t>(kNr, B.n - j))};
+      const MicroFn* micro = micro_table(vnni, call.cols > 16);
+      for (int64_t ir = 0; ir < mc; ir += kMr) {
+        const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - ir));
+        call.a = a + ir * a_stride;
+        call.c = c + (ic + ir) * ldc + j;
+        micro[rows - 1](call);
+      }
+    }
+    ep.finish_block(c + ic * ldc + p0 * kNr, mc, std::min<int64_t>(p1 * kNr, B.n) - p0 * kNr, ldc);
+  }
+}
+
+}  // namespace detail
+
+/// Whether this process runs the int8 GEMM on the CPU's byte dot products (isa level avx512vnni).
+inline bool has_vnni() { return isa::level() >= isa::kAvx512Vnni; }
+
+/// C (m x B.n, row stride ldc) per Note [int8 gemm], then ep.finish on each finished block; A read through pack_a
+/// (see detail::block). `vnni` false runs the scalar definition (tests). Large products are split across threads
+/// by rows of C when there are enough of them, else by column panels.
+template <class PackA>
+inline void qgemm(int64_t m, const PackedQB& B, const Requant& q, const gemm::Epilogue& ep, float* c, int64_t ldc,
+                  PackA&& pack_a, bool vnni = has_vnni()) {
+  if (m <= 0 || B.n <= 0) return;
+  const int64_t panels = B.panels();
+  if (m * B.n * B.k < 4 * min_parallel_work() || thread_count().load() <= 1) {
+    detail::block(0, m, 0, panels, B, q, ep, c, ldc, vnni, pack_a);
+  } else if (m >= 2 * kMc || panels < 2 * thread_count().load()) {
+    parallel_for(m, m >= 2 * kMc ? kMc : kMr,
+                 [&](int64_t i0, int64_t i1) { detail::block(i0, i1, 0, panels, B, q, ep, c, ldc, vnni, pack_a); });
+  } else {
+    parallel_for(panels, 1,
+                 [&](int64_t p0, int64_t p1) { detail::block(0, m, p0, p1, B, q, ep, c, ldc, vnni, pack_a); });
+  }
+}
+
+namespace detail {
+
+#ifdef ETRT_ISA_X86
+#pragma GCC diagnostic push  // GCC bug 105593, as for micro_vnni
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// quantize_row's vector body; returns how many elements it did.
+[[ETRT_TARGET_AVX512VNNI]] inline int64_t quantize_row_avx512(const float* src, int64_t n, float inv_scale,
+                                                              int32_t zero, uint8_t* dst) {
+  int64_t j = 0;
+  const __m512 inv = _mm512_set1_ps(inv_scale), flo = _mm512_set1_ps(-512.f), fhi = _mm512_set1_ps(512.f);
+  const __m512i z = _mm512_set1_epi32(zero), lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(255);
+  for (; j + 16 <= n; j += 16) {
+    // Bounded first, so the conversion never overflows; max_ps returns its second operand for a NaN.
+    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(src + j), inv), flo), fhi);
+    __m512i qv = _mm512_add_epi32(_mm512_cvtps_epi32(v), z);  // half to even under the default MXCSR
+    qv = _mm512_min_epi32(_mm512_max_epi32(qv, lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), _mm512_cvtepi32_epi8(qv));
+  }
+  return j;
+}
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace detail
+
+/// dst[i] = clamp(round(src[i] x inv_scale) + zero, 0, 255): float values on a quantization grid (each the real
+/// number (q - zero_point) x scale) back to their stored bytes raised by an offset, zero = zero_point + offset.
+/// Rounding is half to even, as XNNPACK's; a NaN becomes 0.
+inline void quantize_row(const float* src, int64_t n, float inv_scale, int32_t zero, uint8_t* dst) {
+  int64_t i = 0;
+#ifdef ETRT_ISA_X86
+  if (has_vnni()) i = detail::quantize_row_avx512(src, n, inv_scale, zero, dst);
+#endif
+  for (; i < n; ++i) {
+    const float v = std::min(std::max(src[i] * inv_scale, -512.f), 512.f);  // a NaN stays NaN
+    const float r = v == v ? std::min(std::max(std::nearbyint(v) + static_cast<float>(zero), 0.f), 255.f) : 0.f;
+    dst[i] = static_cast<uint8_t>(r);
+  }
+}
+
+/// quantize_row over n values, split across threads when there are many.
+inline void quantize(const float* src, int64_t n, float inv_scale, int32_t zero, uint8_t* dst) {
+  constexpr int64_t kChunk = 16384;
+  if (n < 4 * kChunk || thread_count().load() <= 1) return quantize_row(src, n, inv_scale, zero, dst);
+  parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t c0, int64_t c1) {
+    const int64_t b = c0 * kChunk, e = std::min(n, c1 * kChunk);
+    quantize_row(src + b, e - b, inv_scale, zero, dst + b);
+  });
+}
+
+}  // namespace etrt::kernels::qgemm
