@@ -288,9 +288,13 @@ class Executor {
       if (oq.kind == QuantKind::PerTensor && kinds_[i]->run == &run::copy) {
         // A Clamp, Convert or Copy onto a quantized grid: the copy, the clamp and the rounding in one pass.
         constexpr float kInf = std::numeric_limits<float>::infinity();
-        quant::fake_quantize(ptr_[n.inputs[0]], ptr_[n.output], shapes_[n.output].numel(), oq.scale, oq.zero_point,
-                             qrange(g_.values[n.output].datatype), clamps ? n.out_min : -kInf,
-                             clamps ? n.out_max : kInf);
+        const float* in = ptr_[n.inputs[0]];
+        float* out = ptr_[n.output];
+        const QRange range = qrange(g_.values[n.output].datatype);
+        kernels::parallel_elements(shapes_[n.output].numel(), 4, [&](int64_t b, int64_t e) {
+          quant::fake_quantize(in + b, out + b, e - b, oq.scale, oq.zero_point, range, clamps ? n.out_min : -kInf,
+                               clamps ? n.out_max : kInf);
+        });
         continue;
       }
       Status s = kinds_[i]->run(r, n);
@@ -392,7 +396,9 @@ class Executor {
     float* x = ptr_[n.output];
     switch (v.quant.kind) {
       case QuantKind::PerTensor:
-        quant::fake_quantize(x, x, shape.numel(), v.quant.scale, v.quant.zero_point, qrange(v.datatype), lo, hi);
+        kernels::parallel_elements(shape.numel(), 4, [&](int64_t b, int64_t e) {
+          quant::fake_quantize(x + b, x + b, e - b, v.quant.scale, v.quant.zero_point, qrange(v.datatype), lo, hi);
+        });
         break;
       case QuantKind::DynamicPerToken: {
         const int64_t row = dynamic_row(v.quant, shape);

@@ -38,17 +38,22 @@ template <class T>
   return kernels::vec::round_small(clamped(v * inv, qlo, qhi)) * scale;
 }
 
-/// out[i] = step(in[i]) (in may be out), 8 lanes at a time and then the tail one by one; step takes a Vec<8> or a
-/// float. Spelled in vectors because the module's -O2 leaves a loop of unknown trip count scalar (the rounding was
-/// 45% of a PT2E int8 mobilenet_v2's time).
+/// out[i] = step(in[i]) (in may be out), 16 lanes at a time, then 8, then the tail one by one; step takes a Vec<16>,
+/// a Vec<8> or a float. Spelled in vectors because the module's -O2 leaves a loop of unknown trip count scalar (the
+/// rounding was 45% of a PT2E int8 mobilenet_v2's time). 16 lanes: one AVX-512 register, two AVX2 ones.
 template <class Step>
 [[gnu::always_inline]] inline void map_floats(const float* in, float* out, int64_t n, Step step) {
-  constexpr int L = 8;
   int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    kernels::vec::Vec<L> v;
+  for (; i + 16 <= n; i += 16) {
+    kernels::vec::Vec<16> v;
     kernels::vec::load(v, in + i);
     kernels::vec::store(out + i, step(v));
+  }
+  if (i + 8 <= n) {
+    kernels::vec::Vec<8> v;
+    kernels::vec::load(v, in + i);
+    kernels::vec::store(out + i, step(v));
+    i += 8;
   }
   for (; i < n; ++i) out[i] = step(in[i]);
 }
@@ -68,7 +73,8 @@ inline void fake_quantize(const float* in, float* out, int64_t n, float scale, i
       out[i] = std::min(std::max(std::nearbyint(std::min(std::max(in[i], lo), hi) * inv), qlo), qhi) * scale;
     return;
   }
-  kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+  // All levels: the packed nodes' block finish runs this on blocks still in cache, where arithmetic bounds it.
+  kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
     detail::map_floats(in, out, n, [&](auto v) ETRT_ISA_INLINE {
       return detail::grid_point(detail::clamped(v, lo, hi), inv, qlo, qhi, scale);
     });
@@ -92,7 +98,7 @@ inline void fake_requantize(const float* in, float* out, int64_t n, const Grid& 
     return;
   }
   const float inv_a = 1.f / a.scale, inv_b = 1.f / b.scale;
-  kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+  kernels::isa::dispatch([&]() ETRT_ISA_INLINE {  // on blocks in cache, as fake_quantize
     detail::map_floats(in, out, n, [&](auto v) ETRT_ISA_INLINE {
       const auto on_a = detail::grid_point(v, inv_a, qlo_a, qhi_a, a.scale);
       return detail::grid_point(detail::clamped(on_a, lo, hi), inv_b, qlo_b, qhi_b, b.scale);

@@ -277,4 +277,16 @@ inline void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (first_error) std::rethrow_exception(first_error);
 }
 
+/// Runs f(begin, end) over the n elements of an elementwise loop, on the calling thread while the loop is short,
+/// else split across threads in chunks of whole 64-element runs. `cost`: the work of one element in multiply-adds,
+/// roughly, against min_parallel_work().
+template <class F>
+inline void parallel_elements(int64_t n, int64_t cost, F&& f) {
+  if (n * cost < min_parallel_work() || thread_count().load() <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+  parallel_for(n, 64, f);
+}
+
 }  // namespace etrt::kernels
