@@ -53,32 +53,31 @@ struct Geometry {
 inline constexpr int64_t kMaxDepthwiseTaps = 64;
 
 /// Packs rows of A = the input windows for output pixels (row r = (n * OH + oh) * OW + ow), columns (kh, kw, c) for
-/// input channels [c0, c0 + cg) (a group's channels).
+/// input channels [c0, c0 + cg) (a group's channels), each row kc contiguous floats (gemm's kRowMajor packers): a
+/// tap is one copy of its channels.
 struct WindowRows {
   const Geometry& g;
   const float* in;
   int64_t c0;
   int64_t cg;
+  static constexpr bool kRowMajor = true;
 
   const float* direct(int64_t, int64_t, int64_t&) const { return nullptr; }  // windows are always gathered
 
-  void operator()(int64_t i, int64_t rows, int64_t pc, int64_t kc, int mr, float* dst) const {
+  void operator()(int64_t i, int64_t rows, int64_t pc, int64_t kc, int /*mr*/, float* dst) const {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t row = i + r, ow = row % g.OW, t = row / g.OW, oh = t % g.OH, n = t / g.OH;
       const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-      float* d = dst + (r / mr) * kc * mr + (r % mr);
+      float* d = dst + r * kc;
       int64_t p = pc;
       while (p < pc + kc) {
         const int64_t tap = p / cg, c = p % cg, len = std::min(cg - c, pc + kc - p);
         const int64_t ih = ih0 + (tap / g.KW) * g.dh, iw = iw0 + (tap % g.KW) * g.dw;
-        float* out = d + (p - pc) * mr;
-        if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) {
-          for (int64_t q = 0; q < len; ++q) out[q * mr] = 0.f;
-        } else {
-          const float* src = in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c;
-          if (mr == 1) std::memcpy(out, src, static_cast<size_t>(len) * sizeof(float));
-          else for (int64_t q = 0; q < len; ++q) out[q * mr] = src[q];
-        }
+        float* out = d + (p - pc);
+        if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W)
+          std::memset(out, 0, static_cast<size_t>(len) * sizeof(float));
+        else
+          std::memcpy(out, in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c, static_cast<size_t>(len) * sizeof(float));
         p += len;
       }
     }

@@ -114,8 +114,10 @@ inline void store_tile(const float* tile, int nr, int64_t rows, int64_t cols, fl
 }
 
 /// Rows [i0, i1) and column panels [p0, p1) of C. pack_a(i, rows, pc, kc, mr, dst) writes rows [i, i + rows) x
-/// columns [pc, pc + kc) of A into rows / mr panels of mr rows (rows is a multiple of mr); pack_a.direct(i, pc,
-/// lda) returns row i of A from column pc when A can be read in place (lda: its row stride), else null.
+/// columns [pc, pc + kc) of A into rows / mr panels of mr rows (rows is a multiple of mr), or, for a packer that
+/// declares `kRowMajor`, as rows of kc contiguous values (row r at dst + r * kc: a gather by contiguous runs, where
+/// interleaving the rows cost it a store per element); pack_a.direct(i, pc, lda) returns row i of A from column pc
+/// when A can be read in place (lda: its row stride), else null.
 template <class PackA>
 inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedB& B, const Epilogue& ep, float* c,
                          int64_t ldc, PackA& pack_a) {
@@ -146,7 +148,8 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
         for (int64_t ir = 0; ir < mc; ir += ir < full ? mr : 1) {
           const bool whole = ir < full;
           const float* a = direct ? direct + ir * lda : apack + ir * kc;
-          const int64_t a_ps = direct || !whole ? 1 : mr, a_is = direct ? lda : 1;
+          constexpr bool row_major = requires { PackA::kRowMajor; };
+          const int64_t a_ps = direct || row_major || !whole ? 1 : mr, a_is = direct ? lda : row_major ? kc : 1;
           const MicroC fn = whole ? mk.full : mk.row;
           if (cols == nr) {
             TileOut t = to;
