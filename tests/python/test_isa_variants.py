@@ -1,6 +1,6 @@
 """Every instruction-set variant of the dispatched kernels (the GEMM micro-kernels, the packed GEMM and the NHWC
-depthwise convolution, the int8 GEMM) keeps the fixtures within their tolerances. ETRT_ISA (avx512vnni, avx512, avx2,
-baseline) caps the variant a process picks at its first kernel call, so each variant runs the fixture tests in a
+depthwise convolution, the int8 GEMM) keeps the fixtures within their tolerances. ETRT_ISA (amx, avx512vnni, avx512,
+avx2, baseline) caps the variant a process picks at its first kernel call, so each variant runs the fixture tests in a
 process of its own; a variant above what this CPU has is capped to what it has (asking for AVX-512 on an AVX2 machine
 runs AVX2)."""
 import os
@@ -20,7 +20,7 @@ TESTS = [
 ]
 
 
-@pytest.mark.parametrize("isa", ["avx512vnni", "avx512", "avx2", "baseline"])
+@pytest.mark.parametrize("isa", ["amx", "avx512vnni", "avx512", "avx2", "baseline"])
 def test_fixtures_hold_on_each_kernel_variant(isa):
     env = dict(os.environ, ETRT_ISA=isa)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS], cwd=ROOT, env=env,

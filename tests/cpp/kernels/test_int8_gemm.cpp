@@ -40,8 +40,19 @@ Problem problem(int64_t m, int64_t k, int64_t n, unsigned seed) {
   return p;
 }
 
+using qgemm::detail::Kernel;
+
+/// The kernels this CPU (and process) can run.
+std::vector<Kernel> kernels_here() {
+  std::vector<Kernel> k{Kernel::Scalar};
+  if (qgemm::has_vnni()) k.push_back(Kernel::Vnni);
+  if (qgemm::has_amx()) k.push_back(Kernel::Amx);
+  return k;
+}
+const char* kernel_name(Kernel k) { return k == Kernel::Amx ? "amx" : k == Kernel::Vnni ? "vnni" : "scalar"; }
+
 /// Runs the GEMM on `p` through a packer that copies rows of p.a and leaves the bytes past k as garbage.
-std::vector<float> run(const Problem& p, bool vnni, const gemm::Epilogue& ep) {
+std::vector<float> run(const Problem& p, Kernel kernel, const gemm::Epilogue& ep) {
   auto B = qgemm::pack_qb(p.b.data(), p.n, 1, p.k, p.n);
   REQUIRE(B);
   std::vector<int32_t> zs(static_cast<size_t>(p.n));
@@ -57,15 +68,15 @@ std::vector<float> run(const Problem& p, bool vnni, const gemm::Epilogue& ep) {
       }
     }
   };
-  qgemm::qgemm(p.m, *B, qgemm::Requant{zs.data(), p.scale.data()}, ep, c.data(), p.n, Pack{p}, vnni);
+  qgemm::qgemm(p.m, *B, qgemm::Requant{zs.data(), p.scale.data()}, ep, c.data(), p.n, Pack{p}, kernel);
   return c;
 }
 
 }  // namespace
 
-TEST_CASE("int8 gemm: exact integer sums, scaled per column, on the scalar and the VNNI kernels", "[int8][gemm]") {
+TEST_CASE("int8 gemm: exact integer sums, scaled per column, on the scalar, VNNI and tile kernels", "[int8][gemm]") {
   const int64_t shapes[][3] = {{1, 1, 1}, {7, 3, 15}, {8, 4, 16}, {9, 27, 17}, {33, 64, 40}, {200, 300, 24},
-                               {3, 1000, 70}};
+                               {3, 1000, 70}, {97, 65, 33}};
   for (const auto& s : shapes) {
     const Problem p = problem(s[0], s[1], s[2], static_cast<unsigned>(s[0] * 7 + s[1]));
     gemm::Epilogue ep;
@@ -77,11 +88,10 @@ TEST_CASE("int8 gemm: exact integer sums, scaled per column, on the scalar and t
       *static_cast<int*>(const_cast<void*>(st)) += static_cast<int>(rows * cols);
     };
     ep.finish_state = &finished;
-    for (bool vnni : {false, true}) {
-      if (vnni && !qgemm::has_vnni()) continue;
-      INFO("m " << p.m << " k " << p.k << " n " << p.n << (vnni ? " vnni" : " scalar"));
+    for (Kernel kernel : kernels_here()) {
+      INFO("m " << p.m << " k " << p.k << " n " << p.n << " " << kernel_name(kernel));
       finished = 0;
-      const std::vector<float> c = run(p, vnni, ep);
+      const std::vector<float> c = run(p, kernel, ep);
       CHECK(finished == p.m * p.n);  // every element finished once
       for (int64_t i = 0; i < p.m; ++i)
         for (int64_t j = 0; j < p.n; ++j) {
@@ -95,13 +105,36 @@ TEST_CASE("int8 gemm: exact integer sums, scaled per column, on the scalar and t
   }
 }
 
-TEST_CASE("int8 gemm: the VNNI kernels give the scalar definition's floats bit for bit", "[int8][gemm]") {
-  if (!qgemm::has_vnni()) SUCCEED("this CPU has no AVX-512 VNNI");
-  else {
-    const Problem p = problem(37, 131, 45, 11);
-    gemm::Epilogue ep;
-    ep.bias = p.bias.data();
-    CHECK(run(p, true, ep) == run(p, false, ep));
+TEST_CASE("int8 gemm: the VNNI and tile kernels give the scalar definition's floats bit for bit", "[int8][gemm]") {
+  const Problem p = problem(37, 131, 45, 11);
+  gemm::Epilogue ep;
+  ep.bias = p.bias.data();
+  const std::vector<float> want = run(p, Kernel::Scalar, ep);
+  for (Kernel kernel : kernels_here()) {
+    INFO(kernel_name(kernel));
+    CHECK(run(p, kernel, ep) == want);
+  }
+}
+
+TEST_CASE("int8 gemm: A read in place, its last rows short of a tile, on every kernel", "[int8][gemm]") {
+  // A pointwise convolution's input is read in place (nhwc::ByteRows): rows of k bytes back to back, 64 bytes of
+  // slack after the last. 45 rows: the tile kernel's last group of 32 is short and must not read past the slack.
+  const Problem p = problem(45, 70, 40, 13);
+  std::vector<uint8_t> a(p.a.size() + 64, 0);
+  std::memcpy(a.data(), p.a.data(), p.a.size());
+  auto B = qgemm::pack_qb(p.b.data(), p.n, 1, p.k, p.n);
+  REQUIRE(B);
+  std::vector<int32_t> zs;
+  for (int64_t j = 0; j < p.n; ++j) zs.push_back(p.zero * B->col_sums[j]);
+  gemm::Epilogue ep;
+  std::vector<float> want;
+  for (Kernel kernel : kernels_here()) {
+    INFO(kernel_name(kernel));
+    std::vector<float> c(static_cast<size_t>(p.m * p.n));
+    qgemm::qgemm(p.m, *B, qgemm::Requant{zs.data(), p.scale.data()}, ep, c.data(), p.n, nhwc::ByteRows{a.data(), p.k},
+                 kernel);
+    if (want.empty()) want = c;
+    CHECK(c == want);
   }
 }
 

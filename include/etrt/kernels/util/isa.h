@@ -6,8 +6,8 @@
 // everything it inlines in turn is compiled for that wrapper's instruction set; what it calls out of line stays at
 // the baseline, which keeps a library function shared between variants from being built for the wrong CPU.
 //
-// The level is detected once per process, capped by the ETRT_ISA environment variable (avx512vnni, avx512, avx2, baseline)
-// and, in tests, by `force_level`: a cap above what the CPU has is lowered to what it has.
+// The level is detected once per process, capped by the ETRT_ISA environment variable (amx, avx512vnni, avx512, avx2,
+// baseline) and, in tests, by `force_level`: a cap above what the CPU has is lowered to what it has.
 #pragma once
 
 #include <algorithm>
@@ -16,9 +16,11 @@
 
 namespace etrt::kernels::isa {
 
-/// 3 = AVX-512 with VNNI (the byte dot products of the int8 GEMM, util/qgemm.h), 2 = AVX-512 (F, BW, DQ, VL) with
-/// AVX2 + FMA, 1 = AVX2 + FMA + F16C, 0 = the build's baseline. Code that needs no VNNI asks for `>= kAvx512`.
-enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3 };
+/// 4 = AVX-512 VNNI and AMX (the tile byte products of the int8 GEMM, util/qgemm_amx.h; usable only once the
+/// kernel grants the process the tile state, util/qgemm_amx.h amx_permitted), 3 = AVX-512 with VNNI (the byte dot
+/// products of the int8 GEMM, util/qgemm.h), 2 = AVX-512 (F, BW, DQ, VL) with AVX2 + FMA, 1 = AVX2 + FMA + F16C,
+/// 0 = the build's baseline. Code that needs neither asks for `>= kAvx512`.
+enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3, kAmx = 4 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ETRT_ISA_X86 1
@@ -26,6 +28,7 @@ enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3 };
 #define ETRT_TARGET_AVX512 gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 #define ETRT_TARGET_AVX512VNNI \
   gnu::target("avx512vnni,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+#include <cpuid.h>
 #endif
 
 /// Marks a lambda handed to dispatch(): it must be inlined into each variant, or it would run at the baseline.
@@ -40,7 +43,8 @@ inline int env_level() {
     const char* v = std::getenv("ETRT_ISA");
     if (!v) return -1;
     const std::string_view s(v);
-    return s == "avx512vnni" ? int{kAvx512Vnni}
+    return s == "amx"          ? int{kAmx}
+           : s == "avx512vnni" ? int{kAvx512Vnni}
            : s == "avx512"   ? int{kAvx512}
            : s == "avx2"     ? int{kAvx2}
            : s == "baseline" ? int{kBaseline}
@@ -59,7 +63,10 @@ inline int cpu_supported() {
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
-    return vnni ? int{kAvx512Vnni} : avx512 ? int{kAvx512} : avx2 ? int{kAvx2} : int{kBaseline};
+    // AMX-TILE and AMX-INT8: CPUID leaf 7, EDX bits 24 and 25 (the OS's grant is asked for where it is used).
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool amx = vnni && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1) && (d >> 25 & 1);
+    return amx ? int{kAmx} : vnni ? int{kAvx512Vnni} : avx512 ? int{kAvx512} : avx2 ? int{kAvx2} : int{kBaseline};
   }();
   return level;
 #else
@@ -75,7 +82,11 @@ inline int level() {
 
 /// The name of a level, as ETRT_ISA spells it.
 inline std::string_view level_name(int l) {
-  return l >= kAvx512Vnni ? "avx512vnni" : l == kAvx512 ? "avx512" : l == kAvx2 ? "avx2" : "baseline";
+  return l >= kAmx          ? "amx"
+         : l == kAvx512Vnni ? "avx512vnni"
+         : l == kAvx512     ? "avx512"
+         : l == kAvx2       ? "avx2"
+                            : "baseline";
 }
 
 #ifdef ETRT_ISA_X86
@@ -94,6 +105,7 @@ template <class F>
 inline decltype(auto) dispatch(F&& body) {
 #ifdef ETRT_ISA_X86
   switch (level()) {
+    case kAmx:
     case kAvx512Vnni:
     case kAvx512: return on_avx512(body);
     case kAvx2: return on_avx2(body);

@@ -29,6 +29,7 @@
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/qgemm_amx.h"
 
 #ifdef ETRT_ISA_X86
 #include <immintrin.h>
@@ -45,16 +46,21 @@ struct PackedQB {
   std::unique_ptr<int8_t[]> data;
   std::vector<int32_t> col_sums;  // sum over p of B(p, j), n entries
   int64_t k = 0, k4 = 0, n = 0;
+  int64_t k4_stored = 0;  // groups of four k stored per panel: k4 up to whole tile blocks (Note [amx tiles]), zeros
 
   int64_t panels() const { return (n + kNr - 1) / kNr; }
-  /// Bytes of a row of A as the kernels read it: k rounded up to whole groups of four.
+  /// Bytes of a row of A as the VNNI kernels read it: k rounded up to whole groups of four.
   int64_t row_bytes() const { return k4 * 4; }
-  const int8_t* panel(int64_t p) const { return data.get() + p * k4 * kNr * 4; }
+  /// Bytes of a row of A as the tile kernel reads it: k rounded up to whole blocks of 64.
+  int64_t tile_row_bytes() const { return k4_stored * 4; }
+  const int8_t* panel(int64_t p) const { return data.get() + p * k4_stored * kNr * 4; }
 };
+
+inline int64_t stored_groups(int64_t k) { return (k + kAmxK - 1) / kAmxK * (kAmxK / 4); }
 
 /// Bytes pack_qb allocates for a k x n matrix: for memory budgets, before packing.
 inline uint64_t packed_qb_bytes(int64_t k, int64_t n) {
-  const uint64_t panels = static_cast<uint64_t>((n + kNr - 1) / kNr), k4 = static_cast<uint64_t>((k + 3) / 4);
+  const uint64_t panels = static_cast<uint64_t>((n + kNr - 1) / kNr), k4 = static_cast<uint64_t>(stored_groups(k));
   return panels * k4 * kNr * 4 + static_cast<uint64_t>(n) * sizeof(int32_t);
 }
 
@@ -64,13 +70,14 @@ inline Result<PackedQB> pack_qb(const int8_t* b, int64_t rs, int64_t cs, int64_t
   out.k = k;
   out.n = n;
   out.k4 = (k + 3) / 4;
-  const uint64_t bytes = static_cast<uint64_t>(out.panels()) * static_cast<uint64_t>(out.k4) * kNr * 4;
+  out.k4_stored = stored_groups(k);
+  const uint64_t bytes = static_cast<uint64_t>(out.panels()) * static_cast<uint64_t>(out.k4_stored) * kNr * 4;
   out.data.reset(new (std::nothrow) int8_t[std::max<uint64_t>(bytes, 1)]);
   if (!out.data) return fail(Error::MemoryAllocationFailed, "cannot allocate ", bytes, " bytes of packed int8 weights");
   std::memset(out.data.get(), 0, bytes);
   out.col_sums.assign(static_cast<size_t>(n), 0);
   for (int64_t j = 0; j < n; ++j) {
-    int8_t* panel = out.data.get() + (j / kNr) * out.k4 * kNr * 4;
+    int8_t* panel = out.data.get() + (j / kNr) * out.k4_stored * kNr * 4;
     const int64_t lane = j % kNr;
     int32_t sum = 0;
     for (int64_t p = 0; p < k; ++p) {
@@ -168,6 +175,26 @@ template <int MR, int NV>
     }
   }
 }
+
+/// The VNNI kernels' epilogue over sums already in memory: rows of acc (32 int32 each, the panel's columns) into
+/// C, for the tile kernel.
+[[ETRT_TARGET_AVX512VNNI]] inline void store_sums(const int32_t (*acc)[32], int rows, const Call& k) {
+  const __m512 lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
+  for (int v = 0; v < 2; ++v) {
+    const int cols = std::clamp(k.cols - 16 * v, 0, 16);
+    if (cols == 0) break;
+    const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+    const __m512i zs = _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v);
+    const __m512 sc = _mm512_maskz_loadu_ps(m, k.scale + 16 * v);
+    const __m512 bias = k.bias ? _mm512_maskz_loadu_ps(m, k.bias + 16 * v) : _mm512_setzero_ps();
+    for (int r = 0; r < rows; ++r) {
+      const __m512i s = _mm512_loadu_si512(&acc[r][16 * v]);
+      __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, zs)), sc), bias);
+      x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+      _mm512_mask_storeu_ps(k.c + r * k.ldc + 16 * v, m, x);
+    }
+  }
+}
 #pragma GCC diagnostic pop
 #endif
 
@@ -188,26 +215,61 @@ inline const MicroFn* micro_table(bool vnni, bool wide) {
   return base;
 }
 
+/// Which kernels compute the sums: the scalar definition, the VNNI micro-kernels, or the tile kernel.
+enum class Kernel { Scalar, Vnni, Amx };
+
+#ifdef ETRT_AMX
+/// Rows [0, mc) of A (row stride lda, at least kAmxRows rows readable unless `tail` is given) by one panel, 32 rows
+/// a call; a last group of fewer rows read in place is first copied into `tail` (kAmxRows x B.tile_row_bytes()).
+inline void amx_rows(const uint8_t* a, int64_t lda, int64_t mc, bool in_place, const PackedQB& B, Call call,
+                     float* c, int64_t ldc, uint8_t* tail) {
+  alignas(64) int32_t acc[kAmxRows][32];
+  const int64_t kblocks = B.k4_stored * 4 / kAmxK, tl = B.tile_row_bytes();
+  for (int64_t ir = 0; ir < mc; ir += kAmxRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kAmxRows, mc - ir));
+    const uint8_t* ar = a + ir * lda;
+    int64_t stride = lda;
+    if (in_place && rows < kAmxRows) {  // the rows past the matrix's end are not readable
+      for (int r = 0; r < rows; ++r) {
+        std::memcpy(tail + r * tl, ar + r * lda, static_cast<size_t>(B.k));
+        std::memset(tail + r * tl + B.k, 0, static_cast<size_t>(tl - B.k));
+      }
+      ar = tail;
+      stride = tl;
+    }
+    amx_tiles(ar, stride, call.b, kblocks, acc);
+    call.c = c + ir * ldc;
+    store_sums(acc, rows, call);
+  }
+}
+#endif
+
 /// Rows [i0, i1) and panels [p0, p1) of C. pack_a(i, rows, dst, lda) writes rows [i, i + rows) of A, k bytes
 /// each, at dst with row stride lda (the bytes from k to lda are free: they meet zero weights);
 /// pack_a.direct(i, lda) returns row i of A when A can be read in place (lda: its row stride; the kernels read
 /// B.row_bytes() bytes of each row, so up to 3 bytes past the last row's k must be readable), else null.
 template <class PackA>
 inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB& B, const Requant& q,
-                  const gemm::Epilogue& ep, float* c, int64_t ldc, bool vnni, PackA& pack_a) {
-  const int64_t lda = B.row_bytes();
+                  const gemm::Epilogue& ep, float* c, int64_t ldc, Kernel kernel, PackA& pack_a) {
+  const bool tiles = kernel == Kernel::Amx;
+  const int64_t lda = tiles ? B.tile_row_bytes() : B.row_bytes();
   thread_local std::unique_ptr<uint8_t[]> buf;
   thread_local size_t cap = 0;
-  const size_t need = static_cast<size_t>(kMc * lda + 64);
+  // kMc rows, and a tile kernel's copy of a last group read in place (amx_rows).
+  const size_t need = static_cast<size_t>((kMc + kAmxRows) * lda + 64);
   if (need > cap) {
     buf.reset(new uint8_t[need]);
     cap = need;
   }
   uint8_t* apack = buf.get();
+#ifdef ETRT_AMX
+  if (tiles) amx_configure();
+#endif
   for (int64_t ic = i0; ic < i1; ic += kMc) {
     const int64_t mc = std::min(kMc, i1 - ic);
     int64_t a_stride = lda;
     const uint8_t* a = pack_a.direct(ic, a_stride);
+    const bool in_place = a != nullptr;
     if (!a) {
       pack_a(ic, mc, apack, lda);
       if (lda > B.k)  // the bytes past k meet zero weights; zeroed so that no uninitialised byte is read
@@ -219,7 +281,13 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
       const int64_t j = panel * kNr;
       Call call{B.k4, nullptr, a_stride, B.panel(panel), q.zero_sum + j, q.scale + j, ep.bias ? ep.bias + j : nullptr,
                 ep.lo, ep.hi, nullptr, ldc, static_cast<int>(std::min<int64_t>(kNr, B.n - j))};
-      const MicroFn* micro = micro_table(vnni, call.cols > 16);
+#ifdef ETRT_AMX
+      if (tiles) {
+        amx_rows(a, a_stride, mc, in_place, B, call, c + ic * ldc + j, ldc, apack + kMc * lda);
+        continue;
+      }
+#endif
+      const MicroFn* micro = micro_table(kernel == Kernel::Vnni, call.cols > 16);
       for (int64_t ir = 0; ir < mc; ir += kMr) {
         const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - ir));
         call.a = a + ir * a_stride;
@@ -229,29 +297,37 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
     }
     ep.finish_block(c + ic * ldc + p0 * kNr, mc, std::min<int64_t>(p1 * kNr, B.n) - p0 * kNr, ldc);
   }
+#ifdef ETRT_AMX
+  if (tiles) amx_release();
+#endif
 }
 
 }  // namespace detail
 
-/// Whether this process runs the int8 GEMM on the CPU's byte dot products (isa level avx512vnni).
+/// Whether this process runs the int8 GEMM on the CPU's byte dot products (isa level avx512vnni or above).
 inline bool has_vnni() { return isa::level() >= isa::kAvx512Vnni; }
 
+/// The kernels this process runs the int8 GEMM on.
+inline detail::Kernel best_kernel() {
+  return has_amx() ? detail::Kernel::Amx : has_vnni() ? detail::Kernel::Vnni : detail::Kernel::Scalar;
+}
+
 /// C (m x B.n, row stride ldc) per Note [int8 gemm], then ep.finish on each finished block; A read through pack_a
-/// (see detail::block). `vnni` false runs the scalar definition (tests). Large products are split across threads
+/// (see detail::block), its sums computed by `kernel` (tests pick each). Large products are split across threads
 /// by rows of C when there are enough of them, else by column panels.
 template <class PackA>
 inline void qgemm(int64_t m, const PackedQB& B, const Requant& q, const gemm::Epilogue& ep, float* c, int64_t ldc,
-                  PackA&& pack_a, bool vnni = has_vnni()) {
+                  PackA&& pack_a, detail::Kernel kernel = best_kernel()) {
   if (m <= 0 || B.n <= 0) return;
   const int64_t panels = B.panels();
   if (m * B.n * B.k < 4 * min_parallel_work() || thread_count().load() <= 1) {
-    detail::block(0, m, 0, panels, B, q, ep, c, ldc, vnni, pack_a);
+    detail::block(0, m, 0, panels, B, q, ep, c, ldc, kernel, pack_a);
   } else if (m >= 2 * kMc || panels < 2 * thread_count().load()) {
     parallel_for(m, m >= 2 * kMc ? kMc : kMr,
-                 [&](int64_t i0, int64_t i1) { detail::block(i0, i1, 0, panels, B, q, ep, c, ldc, vnni, pack_a); });
+                 [&](int64_t i0, int64_t i1) { detail::block(i0, i1, 0, panels, B, q, ep, c, ldc, kernel, pack_a); });
   } else {
     parallel_for(panels, 1,
-                 [&](int64_t p0, int64_t p1) { detail::block(0, m, p0, p1, B, q, ep, c, ldc, vnni, pack_a); });
+                 [&](int64_t p0, int64_t p1) { detail::block(0, m, p0, p1, B, q, ep, c, ldc, kernel, pack_a); });
   }
 }
 
