@@ -24,6 +24,10 @@
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/parallel.h"
 
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
 namespace etrt::kernels::gemm {
 
 inline constexpr int64_t kPackedKc = 256;
@@ -98,9 +102,38 @@ inline Result<PackedB> pack_b(const float* b, int64_t rs, int64_t cs, int64_t k,
 
 namespace detail {
 
+#ifdef ETRT_ISA_X86
+#pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// store_tile in masked 16-lane steps: a narrow last panel (24 of 32 columns, say) is most of a layer whose
+/// output has few channels, and the module's -O2 leaves the scalar loop scalar.
+[[ETRT_TARGET_AVX512]] inline void store_tile_avx512(const float* tile, int nr, int64_t rows, int64_t cols, float* c,
+                                                     int64_t ldc, int64_t j, const Epilogue& ep, bool first,
+                                                     bool last) {
+  const bool clamp = last && ep.clamps();
+  const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
+  for (int64_t q = 0; q < cols; q += 16) {
+    const int64_t w = std::min<int64_t>(16, cols - q);
+    const __mmask16 m = w == 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1);
+    const __m512 bias = first && ep.bias ? _mm512_maskz_loadu_ps(m, ep.bias + j + q) : _mm512_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r) {
+      float* crow = c + r * ldc + j + q;
+      __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, tile + r * nr + q), first ? bias : _mm512_maskz_loadu_ps(m, crow));
+      if (clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));  // a NaN v is the second operand: it stays NaN
+      _mm512_mask_storeu_ps(crow, m, v);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
 /// Writes a rows x cols tile (row stride nr) into C at (i, j) per the epilogue (Note [packed gemm]).
 inline void store_tile(const float* tile, int nr, int64_t rows, int64_t cols, float* c, int64_t ldc, int64_t j,
                        const Epilogue& ep, bool first, bool last) {
+#ifdef ETRT_ISA_X86
+  if (isa::level() >= isa::kAvx512) return store_tile_avx512(tile, nr, rows, cols, c, ldc, j, ep, first, last);
+#endif
   const bool clamp = last && ep.clamps();
   for (int64_t r = 0; r < rows; ++r) {
     float* crow = c + r * ldc + j;

@@ -170,7 +170,7 @@ template <int MR, int NV>
     for (int r = 0; r < MR; ++r) {
       // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
       __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zs)), sc), bias);
-      x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+      x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));  // a NaN x stays NaN, as std::min / std::max
       _mm512_mask_storeu_ps(k.c + r * k.ldc + 16 * v, m, x);
     }
   }
@@ -190,7 +190,7 @@ template <int MR, int NV>
     for (int r = 0; r < rows; ++r) {
       const __m512i s = _mm512_loadu_si512(&acc[r][16 * v]);
       __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, zs)), sc), bias);
-      x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+      x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));  // a NaN x stays NaN, as std::min / std::max
       _mm512_mask_storeu_ps(k.c + r * k.ldc + 16 * v, m, x);
     }
   }
