@@ -224,3 +224,45 @@ TEST_CASE("int8 convolution: windows, padding taps and groups match the float co
     CHECK(err <= 1e-5 * mag);
   }
 }
+
+TEST_CASE("int8 gemm: the output grid and the reading node's grid applied on the registers, on every kernel",
+          "[int8][gemm]") {
+  // Note [int8 gemm output grid]: the same floats as rounding the finished output onto its grid, then clamping and
+  // rounding onto the next node's grid, stored in the next node's buffer; the GEMM's own output is not written.
+  const Problem p = problem(45, 70, 40, 17);
+  auto B = qgemm::pack_qb(p.b.data(), p.n, 1, p.k, p.n);
+  REQUIRE(B);
+  std::vector<int32_t> zs;
+  for (int64_t j = 0; j < p.n; ++j) zs.push_back(p.zero * B->col_sums[j]);
+  std::vector<uint8_t> a(p.a.size() + 64, 0);
+  std::memcpy(a.data(), p.a.data(), p.a.size());
+  gemm::Epilogue ep;
+  ep.bias = p.bias.data();
+  const qgemm::GridStep g1{1.f / 0.02f, -128.f - 3.f, 127.f - 3.f, 0.02f}, g2{1.f / 0.05f, -128.f, 127.f, 0.05f};
+  for (Kernel kernel : kernels_here()) {
+    INFO(kernel_name(kernel));
+    std::vector<float> plain(static_cast<size_t>(p.m * p.n));
+    qgemm::qgemm(p.m, *B, qgemm::Requant{zs.data(), p.scale.data()}, ep, plain.data(), p.n,
+                 nhwc::ByteRows{a.data(), p.k}, kernel);
+    std::vector<float> own(plain.size(), -7.f), next(plain.size(), -7.f);
+    qgemm::Requant rq{zs.data(), p.scale.data()};
+    rq.out.round = true;
+    rq.out.grid = g1;
+    rq.out.next = true;
+    rq.out.lo = 0.f;
+    rq.out.hi = 1.f;  // a ReLU6-like clamp, tighter
+    rq.out.next_grid = g2;
+    rq.out.out = own.data();
+    rq.out.next_out = next.data();
+    qgemm::qgemm(p.m, *B, rq, ep, own.data(), p.n, nhwc::ByteRows{a.data(), p.k}, kernel);
+    int rounded = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      const float on1 = vec::grid_point(plain[i], g1.inv, g1.qlo, g1.qhi, g1.scale);
+      const float want = vec::grid_point(vec::clamped(on1, 0.f, 1.f), g2.inv, g2.qlo, g2.qhi, g2.scale);
+      REQUIRE(next[i] == want);
+      REQUIRE(own[i] == -7.f);
+      rounded += next[i] != plain[i];
+    }
+    CHECK(rounded > static_cast<int>(plain.size()) / 2);
+  }
+}

@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "etrt/backends/xnnpack/graph.h"
@@ -116,6 +118,41 @@ inline kernels::gemm::Epilogue epilogue(const PreparedNode& p, const Node& n, co
     ep.finish_state = &p.finish;
   }
   return ep;
+}
+
+/// A grid as the int8 kernels round onto it, or nullopt for one beyond their rounding's range (a 32-bit grid).
+inline std::optional<kernels::qgemm::GridStep> grid_step(const Grid& g) {
+  const float qlo = static_cast<float>(g.range.lo - g.zero_point), qhi = static_cast<float>(g.range.hi - g.zero_point);
+  if (std::max(-qlo, qhi) > 4194304.f) return std::nullopt;  // vec::round_small's 2^22
+  return kernels::qgemm::GridStep{1.f / g.scale, qlo, qhi, g.scale};
+}
+
+/// The int8 path's requantization of output channels [o0, ...) and the epilogue, with the block finish (Note
+/// [xnnpack block finish]) done on the registers (Note [int8 gemm output grid]) rather than by the epilogue's
+/// callback over each finished block; `out` is the node's output buffer this call.
+inline std::pair<kernels::qgemm::Requant, kernels::gemm::Epilogue> int8_requant(const PreparedNode& p, const Node& n,
+                                                                                 const float* bias, int64_t o0,
+                                                                                 const float* out) {
+  kernels::qgemm::Requant rq = p.int8.requant(o0);
+  kernels::gemm::Epilogue ep = epilogue(p, n, bias);
+  const BlockFinish& f = p.finish;
+  const auto a = grid_step(f.grid), b = grid_step(f.next_grid);
+  if (!f.any() || (f.round && !a) || (f.next && !b)) return {rq, ep};  // the callback keeps the exact 32-bit path
+  kernels::qgemm::OutputGrid& g = rq.out;
+  if (f.round) {
+    g.round = true;
+    g.grid = *a;
+  }
+  if (f.next) {
+    g.next = true;
+    g.lo = f.lo;
+    g.hi = f.hi;
+    g.next_grid = *b;
+    g.out = out;
+    g.next_out = (*f.ptr)[f.dst];
+  }
+  ep.finish = nullptr;
+  return {rq, ep};
 }
 
 /// A constant float filter the kernels can read in place (a quantized one was dequantized at load).
@@ -275,29 +312,23 @@ inline Result<PreparedNode> depthwise_conv(const Graph& g, const Node& n, std::s
 
 namespace packed {
 
-/// out [m, N] = clamp(x [m, K] . B + bias): a fully-connected node on its packed filter.
+/// out [m, N] = clamp(x [m, K] . B + bias): a fully-connected node on its packed filter (float or int8).
 inline Status fully_connected(const PreparedNode& p, const Node& n, const float* x, const ValueShape& xs, float* out,
                               const ValueShape& os, const float* bias) {
-  if (p.int8.active()) {
-    const kernels::qgemm::PackedQB& b = p.int8.packed[0];
-    if (xs.rank == 0 || xs.d[xs.rank - 1] != b.k)
-      return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", b.k,
-                  " input channels");
-    const int64_t m = xs.numel() / b.k;
-    if (os.numel() != m * b.n)
-      return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", b.n);
-    kernels::qgemm::qgemm(m, b, p.int8.requant(0), epilogue(p, n, bias), out, b.n,
-                          kernels::nhwc::QuantizedRows{x, b.k, b.k, p.int8.to_bytes});
-    return {};
-  }
-  const kernels::gemm::PackedB& b = p.packed[0];
-  if (xs.rank == 0 || xs.d[xs.rank - 1] != b.k)
-    return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", b.k,
+  const bool int8 = p.int8.active();
+  const int64_t k = int8 ? p.int8.packed[0].k : p.packed[0].k, cols = int8 ? p.int8.packed[0].n : p.packed[0].n;
+  if (xs.rank == 0 || xs.d[xs.rank - 1] != k)
+    return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " does not end in the filter's ", k,
                 " input channels");
-  const int64_t m = xs.numel() / b.k;
-  if (os.numel() != m * b.n)
-    return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", b.n);
-  kernels::gemm::packed_gemm(m, b, epilogue(p, n, bias), out, b.n, kernels::gemm::MatrixRows{x, b.k});
+  const int64_t m = xs.numel() / k;
+  if (os.numel() != m * cols)
+    return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", cols);
+  if (int8) {
+    const auto [rq, ep] = int8_requant(p, n, bias, 0, out);
+    kernels::qgemm::qgemm(m, p.int8.packed[0], rq, ep, out, cols, kernels::nhwc::QuantizedRows{x, k, k, p.int8.to_bytes});
+  } else {
+    kernels::gemm::packed_gemm(m, p.packed[0], epilogue(p, n, bias), out, cols, kernels::gemm::MatrixRows{x, k});
+  }
   return {};
 }
 
@@ -327,10 +358,9 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
     const auto pad = static_cast<uint8_t>(p.int8.to_bytes.zero);
     const int64_t groups = static_cast<int64_t>(p.int8.packed.size()), cg = geo.C / groups, og = geo.O / groups;
     for (int64_t gi = 0; gi < groups; ++gi) {
-      kernels::gemm::Epilogue gep = ep;
+      auto [rq, gep] = int8_requant(p, n, bias, gi * og, out);
       if (bias) gep.bias = bias + gi * og;
-      kernels::nhwc::qconv_group(geo, bytes, pad, gi * cg, cg, p.int8.packed[gi], p.int8.requant(gi * og), gep, out,
-                                 gi * og);
+      kernels::nhwc::qconv_group(geo, bytes, pad, gi * cg, cg, p.int8.packed[gi], rq, gep, out, gi * og);
     }
     return {};
   }

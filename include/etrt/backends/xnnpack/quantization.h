@@ -24,19 +24,8 @@ namespace etrt::xnnpack::quant {
 
 namespace detail {
 
-/// v within [lo, hi], for a float or a Vec; a NaN compares false and stays NaN.
-template <class T>
-[[gnu::always_inline]] inline T clamped(T v, float lo, float hi) {
-  v = v < lo ? T{} + lo : v;
-  return v > hi ? T{} + hi : v;
-}
-
-/// The dequantized grid point nearest v: round(clamp(v x inv, qlo, qhi)) x scale. |qlo|, |qhi| <= 2^22 (the
-/// add-and-subtract rounding's range). NaN stays NaN: it is never converted to an integer here.
-template <class T>
-[[gnu::always_inline]] inline T grid_point(T v, float inv, float qlo, float qhi, float scale) {
-  return kernels::vec::round_small(clamped(v * inv, qlo, qhi)) * scale;
-}
+using kernels::vec::clamped;
+using kernels::vec::grid_point;
 
 /// out[i] = step(in[i]) (in may be out), 16 lanes at a time, then 8, then the tail one by one; step takes a Vec<16>,
 /// a Vec<8> or a float. Spelled in vectors because the module's -O2 leaves a loop of unknown trip count scalar (the

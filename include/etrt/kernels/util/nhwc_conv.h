@@ -49,6 +49,22 @@ struct Geometry {
   }
 };
 
+/// f(tap, pixel) for each tap of output pixel (n, oh, ow)'s window that lies inside the input: tap = kh * KW + kw,
+/// pixel the input's channels there. Padding taps are skipped.
+template <class F>
+[[gnu::always_inline]] inline void for_each_tap(const Geometry& g, const float* in, int64_t n, int64_t oh, int64_t ow,
+                                                F&& f) {
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+    if (ih < 0 || ih >= g.H) continue;
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+      if (iw < 0 || iw >= g.W) continue;
+      f(kh * g.KW + kw, in + ((n * g.H + ih) * g.W + iw) * g.C);
+    }
+  }
+}
+
 /// The largest depthwise window the direct loop takes (its tap list lives on the stack); the caller checks it.
 inline constexpr int64_t kMaxDepthwiseTaps = 64;
 
@@ -193,17 +209,11 @@ template <int Lanes>
     for (int64_t ow = 0; ow < g.OW; ++ow) {
       float* o = out + (row * g.OW + ow) * O;
       int64_t taps = 0;
-      for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-        if (ih < 0 || ih >= g.H) continue;
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-          if (iw < 0 || iw >= g.W) continue;
-          xs[taps] = in + ((n * g.H + ih) * g.W + iw) * g.C;
-          ws[taps] = filter + (kh * g.KW + kw) * O;
-          ++taps;
-        }
-      }
+      for_each_tap(g, in, n, oh, ow, [&](int64_t tap, const float* x) ETRT_ISA_INLINE {
+        xs[taps] = x;
+        ws[taps] = filter + tap * O;
+        ++taps;
+      });
       int64_t c = 0;
       if (mult == 1) {
         for (; c + 2 * Lanes <= O; c += 2 * Lanes) {

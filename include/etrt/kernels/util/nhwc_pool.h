@@ -34,23 +34,16 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         float* o = out + (row * g.OW + ow) * C;
         for (int64_t c = 0; c < C; ++c) o[c] = ninf;
-        for (int64_t kh = 0; kh < g.KH; ++kh) {
-          const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t kw = 0; kw < g.KW; ++kw) {
-            const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-            if (iw < 0 || iw >= g.W) continue;
-            const float* x = in + ((n * g.H + ih) * g.W + iw) * C;
-            int64_t c = 0;
-            for (; c + 8 <= C; c += 8) {
-              V m, v;
-              vec::load(m, o + c);
-              vec::load(v, x + c);
-              vec::store(o + c, max_nan(m, v));
-            }
-            for (; c < C; ++c) o[c] = max_nan(o[c], x[c]);
+        for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE {
+          int64_t c = 0;
+          for (; c + 8 <= C; c += 8) {
+            V m, v;
+            vec::load(m, o + c);
+            vec::load(v, x + c);
+            vec::store(o + c, max_nan(m, v));
           }
-        }
+          for (; c < C; ++c) o[c] = max_nan(o[c], x[c]);
+        });
       }
     }
   });

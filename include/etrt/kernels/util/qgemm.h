@@ -30,6 +30,7 @@
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/parallel.h"
 #include "etrt/kernels/util/qgemm_amx.h"
+#include "etrt/kernels/util/vec.h"
 
 #ifdef ETRT_ISA_X86
 #include <immintrin.h>
@@ -90,10 +91,43 @@ inline Result<PackedQB> pack_qb(const int8_t* b, int64_t rs, int64_t cs, int64_t
   return out;
 }
 
-/// The per-column requantization of the accumulators (Note [int8 gemm]); each array holds n entries.
+/// A quantization grid: v -> vec::grid_point(v, inv, qlo, qhi, scale).
+struct GridStep {
+  float inv = 1.f, qlo = 0.f, qhi = 0.f, scale = 1.f;
+};
+
+/// Note [int8 gemm output grid]: what a quantized output needs after the epilogue, done on the registers before
+/// the one store instead of in a pass over each finished block: rounding onto the output's grid (`round`), then,
+/// for a Clamp or Convert node that alone reads the output (`next`), its clamp to [lo, hi] and its rounding onto
+/// its own grid, the result stored at the same position of that node's output (`next_out`, where C is at `out`):
+/// the GEMM's own output, read by nothing else, is then never written. The same operations, in the same order, as
+/// the XNNPACK delegate's block finish (its fake_quantize / fake_requantize).
+struct OutputGrid {
+  bool round = false;
+  GridStep grid;
+  bool next = false;
+  float lo = 0.f, hi = 0.f;
+  GridStep next_grid;
+  const float* out = nullptr;
+  float* next_out = nullptr;
+
+  bool any() const { return round || next; }
+  /// Where the value of C's element at c is stored.
+  float* target(float* c) const { return next ? next_out + (c - out) : c; }
+  template <class T>
+  [[gnu::always_inline]] T apply(T v) const {
+    if (round) v = vec::grid_point(v, grid.inv, grid.qlo, grid.qhi, grid.scale);
+    if (next) v = vec::grid_point(vec::clamped(v, lo, hi), next_grid.inv, next_grid.qlo, next_grid.qhi, next_grid.scale);
+    return v;
+  }
+};
+
+/// The per-column requantization of the accumulators (Note [int8 gemm]); each array holds n entries. `out`: the
+/// output's grid (Note [int8 gemm output grid]); none by default.
 struct Requant {
   const int32_t* zero_sum = nullptr;
   const float* scale = nullptr;
+  OutputGrid out{};
 };
 
 namespace detail {
@@ -112,6 +146,7 @@ struct Call {
   float* c;
   int64_t ldc;
   int cols;
+  const OutputGrid* grid;  // null: none
 };
 using MicroFn = void (*)(const Call&);
 
@@ -133,7 +168,12 @@ inline void micro_base(const Call& k) {
           acc += int32_t{a[q * 4 + t]} * int32_t{k.b[q * kNr * 4 + j * 4 + t]};
       float v = static_cast<float>(acc - k.zero_sum[j]) * k.scale[j] + (k.bias ? k.bias[j] : 0.f);
       v = std::min(std::max(v, k.lo), k.hi);
-      k.c[r * k.ldc + j] = v;
+      float* at = k.c + r * k.ldc + j;
+      if (k.grid) {
+        v = k.grid->apply(v);
+        at = k.grid->target(at);
+      }
+      *at = v;
     }
   }
 }
@@ -171,7 +211,9 @@ template <int MR, int NV>
       // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
       __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zs)), sc), bias);
       x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));  // a NaN x stays NaN, as std::min / std::max
-      _mm512_mask_storeu_ps(k.c + r * k.ldc + 16 * v, m, x);
+      if (k.grid) x = static_cast<__m512>(k.grid->apply(static_cast<vec::Vec<16>>(x)));
+      float* at = k.c + r * k.ldc + 16 * v;
+      _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, m, x);
     }
   }
 }
@@ -191,7 +233,9 @@ template <int MR, int NV>
       const __m512i s = _mm512_loadu_si512(&acc[r][16 * v]);
       __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, zs)), sc), bias);
       x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));  // a NaN x stays NaN, as std::min / std::max
-      _mm512_mask_storeu_ps(k.c + r * k.ldc + 16 * v, m, x);
+      if (k.grid) x = static_cast<__m512>(k.grid->apply(static_cast<vec::Vec<16>>(x)));
+      float* at = k.c + r * k.ldc + 16 * v;
+      _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, m, x);
     }
   }
 }
@@ -280,7 +324,8 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
     for (int64_t panel = p0; panel < p1; ++panel) {
       const int64_t j = panel * kNr;
       Call call{B.k4, nullptr, a_stride, B.panel(panel), q.zero_sum + j, q.scale + j, ep.bias ? ep.bias + j : nullptr,
-                ep.lo, ep.hi, nullptr, ldc, static_cast<int>(std::min<int64_t>(kNr, B.n - j))};
+                ep.lo, ep.hi, nullptr, ldc, static_cast<int>(std::min<int64_t>(kNr, B.n - j)),
+                q.out.any() ? &q.out : nullptr};
 #ifdef ETRT_AMX
       if (tiles) {
         amx_rows(a, a_stride, mc, in_place, B, call, c + ic * ldc + j, ldc, apack + kMc * lda);

@@ -39,6 +39,21 @@ template <class T>
   return (v + kShift) - kShift;
 }
 
+/// v within [lo, hi], for a float or a Vec; a NaN compares false and stays NaN.
+template <class T>
+[[gnu::always_inline]] inline T clamped(T v, float lo, float hi) {
+  v = v < lo ? T{} + lo : v;
+  return v > hi ? T{} + hi : v;
+}
+
+/// The dequantized point of a quantization grid nearest v: round(clamp(v x inv, qlo, qhi)) x scale, where qlo and
+/// qhi are the stored integer range minus the zero point. |qlo|, |qhi| <= 2^22 (round_small's range). NaN stays
+/// NaN: it is never converted to an integer here.
+template <class T>
+[[gnu::always_inline]] inline T grid_point(T v, float inv, float qlo, float qhi, float scale) {
+  return round_small(clamped(v * inv, qlo, qhi)) * scale;
+}
+
 /// e^x lane by lane, the algorithm of kernels::exp_fast (within 2 ulp of libm): NaN stays NaN, x above ~88.38 is
 /// inf, below ~-87.34 is 0.
 template <int Lanes>
