@@ -71,6 +71,41 @@ inline constexpr int64_t kMaxDepthwiseTaps = 64;
 /// Packs rows of A = the input windows for output pixels (row r = (n * OH + oh) * OW + ow), columns (kh, kw, c) for
 /// input channels [c0, c0 + cg) (a group's channels), each row kc contiguous floats (gemm's kRowMajor packers): a
 /// tap is one copy of its channels.
+/// Columns [pc, pc + kc) of the window row of output pixel `row` (= (n * OH + oh) * OW + ow), columns (kh, kw, c)
+/// for input channels [c0, c0 + cg), into dst; a padding tap is `pad`. Where the taps of one kernel row are
+/// neighbouring pixels holding only this group's channels (no groups, no dilation), they are one run: a 3x3
+/// window is three copies, a 3-channel stem's 27 values three rather than nine (short runs are copied by a loop,
+/// a library call each cost more than the copy).
+template <class T>
+inline void gather_window(const Geometry& g, const T* in, int64_t c0, int64_t cg, int64_t row, int64_t pc,
+                          int64_t kc, T pad, T* dst) {
+  const int64_t ow = row % g.OW, t = row / g.OW, oh = t % g.OH, n = t / g.OH;
+  const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+  const bool runs = cg == g.C && g.dw == 1;
+  int64_t p = pc;
+  while (p < pc + kc) {
+    const int64_t tap = p / cg, c = p % cg, kw = tap % g.KW;
+    const int64_t ih = ih0 + (tap / g.KW) * g.dh, iw = iw0 + kw * g.dw;
+    T* out = dst + (p - pc);
+    const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    int64_t len = cg - c;
+    if (inside && runs) {
+      int64_t end = kw + 1;  // the following taps of this kernel row that are inside too
+      while (end < g.KW && iw0 + end < g.W) ++end;
+      len = (end - kw) * cg - c;
+    }
+    len = std::min(len, pc + kc - p);
+    if (!inside) {
+      std::fill(out, out + len, pad);
+    } else {
+      const T* src = in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c;
+      if (len * static_cast<int64_t>(sizeof(T)) < 64) std::copy(src, src + len, out);
+      else std::memcpy(out, src, static_cast<size_t>(len) * sizeof(T));
+    }
+    p += len;
+  }
+}
+
 struct WindowRows {
   const Geometry& g;
   const float* in;
@@ -81,22 +116,7 @@ struct WindowRows {
   const float* direct(int64_t, int64_t, int64_t&) const { return nullptr; }  // windows are always gathered
 
   void operator()(int64_t i, int64_t rows, int64_t pc, int64_t kc, int /*mr*/, float* dst) const {
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t row = i + r, ow = row % g.OW, t = row / g.OW, oh = t % g.OH, n = t / g.OH;
-      const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-      float* d = dst + r * kc;
-      int64_t p = pc;
-      while (p < pc + kc) {
-        const int64_t tap = p / cg, c = p % cg, len = std::min(cg - c, pc + kc - p);
-        const int64_t ih = ih0 + (tap / g.KW) * g.dh, iw = iw0 + (tap % g.KW) * g.dw;
-        float* out = d + (p - pc);
-        if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W)
-          std::memset(out, 0, static_cast<size_t>(len) * sizeof(float));
-        else
-          std::memcpy(out, in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c, static_cast<size_t>(len) * sizeof(float));
-        p += len;
-      }
-    }
+    for (int64_t r = 0; r < rows; ++r) gather_window(g, in, c0, cg, i + r, pc, kc, 0.f, dst + r * kc);
   }
 };
 
@@ -119,19 +139,8 @@ struct ByteWindowRows {
   const uint8_t* direct(int64_t, int64_t&) const { return nullptr; }  // windows are always gathered
 
   void operator()(int64_t i, int64_t rows, uint8_t* dst, int64_t lda) const {
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t row = i + r, ow = row % g.OW, t = row / g.OW, oh = t % g.OH, n = t / g.OH;
-      const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-      uint8_t* d = dst + r * lda;
-      for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t ih = ih0 + kh * g.dh;
-        for (int64_t kw = 0; kw < g.KW; ++kw, d += cg) {
-          const int64_t iw = iw0 + kw * g.dw;
-          if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) std::memset(d, pad, static_cast<size_t>(cg));
-          else std::memcpy(d, in + ((n * g.H + ih) * g.W + iw) * g.C + c0, static_cast<size_t>(cg));
-        }
-      }
-    }
+    const int64_t k = g.KH * g.KW * cg;
+    for (int64_t r = 0; r < rows; ++r) gather_window(g, in, c0, cg, i + r, int64_t{0}, k, pad, dst + r * lda);
   }
 };
 
