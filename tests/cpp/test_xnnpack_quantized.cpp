@@ -448,3 +448,40 @@ TEST_CASE("XNNPACK quantization: convolutions of int8 grids by int8 filters run 
   }
   kernels::isa::force_level = -1;
 }
+
+TEST_CASE("XNNPACK: elementwise loops that round their quantized output give the loop then the requantize pass",
+          "[xnnpack][quantized]") {
+  // fast::OutGrid: the clamp to output_min_max and the rounding done as the loop writes, bit for bit what the
+  // executor's pass (quant::fake_quantize) gives, NaN included; equal shapes, a scalar and a repeated row.
+  const float scale = 0.05f;
+  const int32_t zp = 3;
+  const QRange range{-128, 127};
+  const float lo = 0.f, hi = 6.f;
+  const fast::OutGrid grid{lo, hi, 1.f / scale, float(range.lo - zp), float(range.hi - zp), scale};
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-8.f, 8.f);
+  std::vector<float> a(24 * 7), b(24 * 7);
+  for (float& v : a) v = u(rng);
+  for (float& v : b) v = u(rng);
+  a[5] = std::nanf("");
+  b[40] = std::nanf("");
+  const auto shape = [](std::initializer_list<int64_t> d) { return ValueShape::of(std::vector<int64_t>(d)); };
+  const ValueShape full = shape({7, 24}), row = shape({24}), one = shape({1});
+  const auto check = [&](const ValueShape& bs, auto op) {
+    std::vector<float> fused(a.size()), passes(a.size());
+    REQUIRE(fast::binary(full, a.data(), bs, b.data(), full, fused.data(), op, grid));
+    REQUIRE(fast::binary(full, a.data(), bs, b.data(), full, passes.data(), op));
+    quant::fake_quantize(passes.data(), passes.data(), static_cast<int64_t>(passes.size()), scale, zp, range, lo, hi);
+    CHECK(std::memcmp(fused.data(), passes.data(), fused.size() * sizeof(float)) == 0);
+  };
+  for (const ValueShape* bs : {&full, &row, &one}) {
+    check(*bs, fast::Add{});
+    check(*bs, fast::Mul{});
+    check(*bs, fast::Min{});
+  }
+  std::vector<float> fused(a.size()), passes(a.size());
+  fast::sigmoid(a.data(), fused.data(), static_cast<int64_t>(a.size()), grid);
+  fast::sigmoid(a.data(), passes.data(), static_cast<int64_t>(a.size()));
+  quant::fake_quantize(passes.data(), passes.data(), static_cast<int64_t>(passes.size()), scale, zp, range, lo, hi);
+  CHECK(std::memcmp(fused.data(), passes.data(), fused.size() * sizeof(float)) == 0);
+}

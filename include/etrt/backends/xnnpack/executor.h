@@ -297,8 +297,10 @@ class Executor {
         });
         continue;
       }
+      r.output_on_grid = false;
       Status s = kinds_[i]->run(r, n);
       if (!s) return fail(s.error().code, n.where(), ": ", s.error().what);
+      if (r.output_on_grid) continue;  // clamped and rounded as it was written (fast::OutGrid)
       if (clamps && oq.kind == QuantKind::PerTensor) {
         requantize_output(n, n.out_min, n.out_max);  // the clamp and the rounding in one pass
         continue;

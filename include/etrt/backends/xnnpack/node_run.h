@@ -65,6 +65,23 @@ struct NodeRun {
   std::span<const PreparedNode> prepared;    // by node position (packed_filters.h)
   // By value id: the per-row parameters of each dynamically quantized value this call (empty for the others).
   std::span<const std::vector<quant::DynamicParams>> row_params;
+  // Set by a run function that wrote its per-tensor quantized output already clamped to the node's output_min_max
+  // and rounded onto its grid (fast::OutGrid): the executor then skips its requantize pass. Reset before each node.
+  mutable bool output_on_grid = false;
+
+  /// The rounding of node n's output as a loop writes it, when the output is quantized per tensor on a grid within
+  /// the vector rounding's range; the clamp is the node's output_min_max (the executor's requantize_output).
+  std::optional<fast::OutGrid> out_grid(const Node& n) const {
+    const Value& v = g.values[n.output];
+    if (v.quant.kind != QuantKind::PerTensor) return std::nullopt;
+    const QRange range = qrange(v.datatype);
+    const float qlo = static_cast<float>(range.lo - v.quant.zero_point);
+    const float qhi = static_cast<float>(range.hi - v.quant.zero_point);
+    if (std::max(-qlo, qhi) > 4194304.f) return std::nullopt;  // a 32-bit grid: the pass's exact path
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    return fast::OutGrid{n.has_min_max ? n.out_min : -kInf, n.has_min_max ? n.out_max : kInf, 1.f / v.quant.scale,
+                         qlo, qhi, v.quant.scale};
+  }
 
   Result<Tensor> flat(uint32_t id) const { return Tensor::make(ScalarType::Float, shapes[id].sizes(), {}, ptr[id]); }
 
@@ -121,8 +138,18 @@ Status unary(const NodeRun& r, const Node& n) {
 template <BinaryKernel Kernel, class Op>
 Status binary(const NodeRun& r, const Node& n) {
   const uint32_t ia = n.inputs[0], ib = n.inputs[1];
-  if (fast::binary(r.shapes[ia], r.ptr[ia], r.shapes[ib], r.ptr[ib], r.shapes[n.output], r.ptr[n.output], Op{}))
+  const auto fast = [&](auto out) {
+    return fast::binary(r.shapes[ia], r.ptr[ia], r.shapes[ib], r.ptr[ib], r.shapes[n.output], r.ptr[n.output], Op{},
+                        out);
+  };
+  if (const auto grid = r.out_grid(n)) {
+    if (fast(*grid)) {
+      r.output_on_grid = true;
+      return {};
+    }
+  } else if (fast(fast::AsIs{})) {
     return {};
+  }
   ETRT_TRY(Tensor a, r.flat(n.inputs[0]));
   ETRT_TRY(Tensor b, r.flat(n.inputs[1]));
   ETRT_TRY(Tensor o, r.flat(n.output));
@@ -140,7 +167,13 @@ inline Status softmax_last_dim(KernelContext& c, const Tensor& x, Tensor& o) {
   return kernels::softmax_out<F>(c, x, std::max<int64_t>(x.dim() - 1, 0), false, o);
 }
 inline Status sigmoid(const NodeRun& r, const Node& n) {
-  fast::sigmoid(r.ptr[n.inputs[0]], r.ptr[n.output], r.shapes[n.output].numel());  // shape::same
+  const int64_t count = r.shapes[n.output].numel();  // shape::same
+  if (const auto grid = r.out_grid(n)) {
+    fast::sigmoid(r.ptr[n.inputs[0]], r.ptr[n.output], count, *grid);
+    r.output_on_grid = true;
+  } else {
+    fast::sigmoid(r.ptr[n.inputs[0]], r.ptr[n.output], count);
+  }
   return {};
 }
 inline Status gelu_exact(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::gelu_out<F>(c, x, "none", o); }
