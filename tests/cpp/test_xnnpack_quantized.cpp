@@ -451,8 +451,8 @@ TEST_CASE("XNNPACK quantization: convolutions of int8 grids by int8 filters run 
 
 TEST_CASE("XNNPACK: elementwise loops that round their quantized output give the loop then the requantize pass",
           "[xnnpack][quantized]") {
-  // fast::OutGrid: the clamp to output_min_max and the rounding done as the loop writes, bit for bit what the
-  // executor's pass (quant::fake_quantize) gives, NaN included; equal shapes, a scalar and a repeated row.
+  // fast::OutGrid: the clamp to output_min_max and the rounding done block by block as the loop writes, bit for bit
+  // what the executor's pass (quant::fake_quantize) gives, NaN included; equal shapes, a scalar and a repeated row.
   const float scale = 0.05f;
   const int32_t zp = 3;
   const QRange range{-128, 127};
@@ -460,16 +460,16 @@ TEST_CASE("XNNPACK: elementwise loops that round their quantized output give the
   const fast::OutGrid grid{lo, hi, 1.f / scale, float(range.lo - zp), float(range.hi - zp), scale};
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-8.f, 8.f);
-  std::vector<float> a(24 * 7), b(24 * 7);
+  std::vector<float> a(24 * 200), b(24 * 200);  // over one 4096-value block, and over one group of rows
   for (float& v : a) v = u(rng);
   for (float& v : b) v = u(rng);
   a[5] = std::nanf("");
   b[40] = std::nanf("");
   const auto shape = [](std::initializer_list<int64_t> d) { return ValueShape::of(std::vector<int64_t>(d)); };
-  const ValueShape full = shape({7, 24}), row = shape({24}), one = shape({1});
+  const ValueShape full = shape({200, 24}), row = shape({24}), one = shape({1});
   const auto check = [&](const ValueShape& bs, auto op) {
     std::vector<float> fused(a.size()), passes(a.size());
-    REQUIRE(fast::binary(full, a.data(), bs, b.data(), full, fused.data(), op, grid));
+    REQUIRE(fast::binary(full, a.data(), bs, b.data(), full, fused.data(), op, &grid));
     REQUIRE(fast::binary(full, a.data(), bs, b.data(), full, passes.data(), op));
     quant::fake_quantize(passes.data(), passes.data(), static_cast<int64_t>(passes.size()), scale, zp, range, lo, hi);
     CHECK(std::memcmp(fused.data(), passes.data(), fused.size() * sizeof(float)) == 0);

@@ -90,38 +90,58 @@ inline int64_t repeated_suffix(const ValueShape& part, const ValueShape& full) {
   return inner;
 }
 
-/// o = out(op(a, b)) when the shapes are one of the fast patterns; false (nothing written) otherwise.
-template <class Op, class Out = AsIs>
+/// x = grid(x) over n values: a node's quantized output rounded while the block just written is in cache.
+inline void round_onto(const OutGrid& grid, float* x, int64_t n) {
+  kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
+    using V = kernels::vec::Vec<16>;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      V v;
+      kernels::vec::load(v, x + i);
+      kernels::vec::store(x + i, grid(v));
+    }
+    for (; i < n; ++i) x[i] = grid(x[i]);
+  });
+}
+
+/// o = op(a, b), then rounded onto `grid` when given, when the shapes are one of the fast patterns; false (nothing
+/// written) otherwise. The loops are bound by memory: AVX2 at most (dispatch_avx2); the rounding follows each block
+/// of about kBlock values while it is in cache, one loop for every op rather than a fused copy of each.
+template <class Op>
 inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, const float* b, const ValueShape& os,
-                   float* o, Op op, Out out = {}) {
+                   float* o, Op op, const OutGrid* grid = nullptr) {
+  constexpr int64_t kBlock = 4096;
   const int64_t n = os.numel();
-  if (as == os && bs == os) {
-    kernels::parallel_elements(n, 1, [&](int64_t i0, int64_t i1) {
-      kernels::isa::dispatch([&]() ETRT_ISA_INLINE { map2(a + i0, 1, b + i0, 1, o + i0, i1 - i0, op, out); });
-    });
-    return true;
-  }
-  const bool a_full = as == os;
-  if (!a_full && !(bs == os)) return false;
-  const int64_t inner = a_full ? repeated_suffix(bs, os) : repeated_suffix(as, os);
+  const bool a_full = as == os, b_full = bs == os;
+  if (!a_full && !b_full) return false;
+  const int64_t inner = a_full && b_full ? n : a_full ? repeated_suffix(bs, os) : repeated_suffix(as, os);
   if (inner <= 0) return false;
-  if (inner == 1) {  // a scalar on one side
+  if (inner == n || inner == 1) {  // equal shapes, or a scalar on one side
+    const int a_step = a_full ? 1 : 0, b_step = b_full ? 1 : 0;
     kernels::parallel_elements(n, 1, [&](int64_t i0, int64_t i1) {
-      kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
-        if (a_full) map2(a + i0, 1, b, 0, o + i0, i1 - i0, op, out);
-        else map2(a, 0, b + i0, 1, o + i0, i1 - i0, op, out);
-      });
-    });
-    return true;
-  }
-  // A row repeated: split by whole rows of `inner` elements.
-  kernels::parallel_elements(n / inner, inner, [&](int64_t r0, int64_t r1) {
-    kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
-      for (int64_t r = r0 * inner; r < r1 * inner; r += inner) {
-        if (a_full) map2(a + r, 1, b, 1, o + r, inner, op, out);
-        else map2(a, 1, b + r, 1, o + r, inner, op, out);
+      for (int64_t b0 = i0; b0 < i1; b0 += kBlock) {
+        const int64_t len = std::min(kBlock, i1 - b0);
+        kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+          map2(a + b0 * a_step, a_step, b + b0 * b_step, b_step, o + b0, len, op, AsIs{});
+        });
+        if (grid) round_onto(*grid, o + b0, len);
       }
     });
+    return true;
+  }
+  // A row repeated: split by whole rows of `inner` elements, rounded a group of rows at a time.
+  const int64_t group = std::max<int64_t>(1, kBlock / inner);
+  kernels::parallel_elements(n / inner, inner, [&](int64_t r0, int64_t r1) {
+    for (int64_t g0 = r0; g0 < r1; g0 += group) {
+      const int64_t g1 = std::min(r1, g0 + group);
+      kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
+        for (int64_t r = g0 * inner; r < g1 * inner; r += inner) {
+          if (a_full) map2(a + r, 1, b, 1, o + r, inner, op, AsIs{});
+          else map2(a, 1, b + r, 1, o + r, inner, op, AsIs{});
+        }
+      });
+      if (grid) round_onto(*grid, o + g0 * inner, (g1 - g0) * inner);
+    }
   });
   return true;
 }

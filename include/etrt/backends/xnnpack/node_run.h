@@ -138,16 +138,10 @@ Status unary(const NodeRun& r, const Node& n) {
 template <BinaryKernel Kernel, class Op>
 Status binary(const NodeRun& r, const Node& n) {
   const uint32_t ia = n.inputs[0], ib = n.inputs[1];
-  const auto fast = [&](auto out) {
-    return fast::binary(r.shapes[ia], r.ptr[ia], r.shapes[ib], r.ptr[ib], r.shapes[n.output], r.ptr[n.output], Op{},
-                        out);
-  };
-  if (const auto grid = r.out_grid(n)) {
-    if (fast(*grid)) {
-      r.output_on_grid = true;
-      return {};
-    }
-  } else if (fast(fast::AsIs{})) {
+  const auto grid = r.out_grid(n);
+  if (fast::binary(r.shapes[ia], r.ptr[ia], r.shapes[ib], r.ptr[ib], r.shapes[n.output], r.ptr[n.output], Op{},
+                   grid ? &*grid : nullptr)) {
+    r.output_on_grid = grid.has_value();
     return {};
   }
   ETRT_TRY(Tensor a, r.flat(n.inputs[0]));
