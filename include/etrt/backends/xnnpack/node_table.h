@@ -35,7 +35,7 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>},
     {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true, prepare::fully_connected},
     {"XNNSoftmax",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::softmax_last_dim>},
-    {"XNNSigmoid",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::sigmoid},
+    {"XNNSigmoid",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::sigmoid},
     {"XNNStaticTranspose",           fields::transpose,       shape::transpose,       checks::transpose,       nullptr,                run::transpose},
     {"XNNClamp",                     fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
     {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            scratch::conv,          run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv},
