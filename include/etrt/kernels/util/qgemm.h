@@ -184,6 +184,37 @@ inline void micro_base(const Call& k) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// The epilogue of a panel's columns [16 v, 16 v + 16): the requantization, bias and clamp of Note [int8 gemm],
+/// the output grid of Note [int8 gemm output grid], the store. Shared by the VNNI kernels (sums in registers) and
+/// the tile kernel (sums in memory, store_sums).
+struct ColumnEpilogue {
+  __mmask16 m;
+  __m512i zero_sum;
+  __m512 scale, bias, lo, hi;
+  int v;
+};
+[[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline ColumnEpilogue column_epilogue(const Call& k, int v) {
+  const int cols = std::clamp(k.cols - 16 * v, 0, 16);
+  const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  return {m,
+          _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v),
+          _mm512_maskz_loadu_ps(m, k.scale + 16 * v),
+          k.bias ? _mm512_maskz_loadu_ps(m, k.bias + 16 * v) : _mm512_setzero_ps(),
+          _mm512_set1_ps(k.lo),
+          _mm512_set1_ps(k.hi),
+          v};
+}
+/// Row r's sums of those columns into C.
+[[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline void store_columns(const Call& k, const ColumnEpilogue& e,
+                                                                           int r, __m512i sums) {
+  // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
+  __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale), e.bias);
+  x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));  // a NaN x stays NaN, as std::min / std::max
+  if (k.grid) x = static_cast<__m512>(k.grid->apply(static_cast<vec::Vec<16>>(x)));
+  float* at = k.c + r * k.ldc + 16 * e.v;
+  _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, e.m, x);
+}
+
 /// MR rows by NV vectors of 16 columns (NV = 2: the whole panel; 1: its first 16 columns, the others being zero).
 template <int MR, int NV>
 [[ETRT_TARGET_AVX512VNNI]] inline void micro_vnni(const Call& k) {
@@ -200,43 +231,18 @@ template <int MR, int NV>
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, bv[v]);
     }
   }
-  const __m512 lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
   for (int v = 0; v < NV; ++v) {
-    const int cols = std::clamp(k.cols - 16 * v, 0, 16);
-    const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-    const __m512i zs = _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v);
-    const __m512 sc = _mm512_maskz_loadu_ps(m, k.scale + 16 * v);
-    const __m512 bias = k.bias ? _mm512_maskz_loadu_ps(m, k.bias + 16 * v) : _mm512_setzero_ps();
-    for (int r = 0; r < MR; ++r) {
-      // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
-      __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], zs)), sc), bias);
-      x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));  // a NaN x stays NaN, as std::min / std::max
-      if (k.grid) x = static_cast<__m512>(k.grid->apply(static_cast<vec::Vec<16>>(x)));
-      float* at = k.c + r * k.ldc + 16 * v;
-      _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, m, x);
-    }
+    const ColumnEpilogue e = column_epilogue(k, v);
+    for (int r = 0; r < MR; ++r) store_columns(k, e, r, acc[r][v]);
   }
 }
 
 /// The VNNI kernels' epilogue over sums already in memory: rows of acc (32 int32 each, the panel's columns) into
 /// C, for the tile kernel.
 [[ETRT_TARGET_AVX512VNNI]] inline void store_sums(const int32_t (*acc)[32], int rows, const Call& k) {
-  const __m512 lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
-  for (int v = 0; v < 2; ++v) {
-    const int cols = std::clamp(k.cols - 16 * v, 0, 16);
-    if (cols == 0) break;
-    const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-    const __m512i zs = _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v);
-    const __m512 sc = _mm512_maskz_loadu_ps(m, k.scale + 16 * v);
-    const __m512 bias = k.bias ? _mm512_maskz_loadu_ps(m, k.bias + 16 * v) : _mm512_setzero_ps();
-    for (int r = 0; r < rows; ++r) {
-      const __m512i s = _mm512_loadu_si512(&acc[r][16 * v]);
-      __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s, zs)), sc), bias);
-      x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));  // a NaN x stays NaN, as std::min / std::max
-      if (k.grid) x = static_cast<__m512>(k.grid->apply(static_cast<vec::Vec<16>>(x)));
-      float* at = k.c + r * k.ldc + 16 * v;
-      _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, m, x);
-    }
+  for (int v = 0; v < 2 && k.cols > 16 * v; ++v) {
+    const ColumnEpilogue e = column_epilogue(k, v);
+    for (int r = 0; r < rows; ++r) store_columns(k, e, r, _mm512_loadu_si512(&acc[r][16 * v]));
   }
 }
 #pragma GCC diagnostic pop
