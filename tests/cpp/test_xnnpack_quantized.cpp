@@ -340,6 +340,8 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
       {"4-bit blockwise, group 32, two-block chunks only", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 40, 128},
       {"4-bit blockwise, group 32, a lone last block", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 37, 288},
       {"4-bit blockwise, group 64", Datatype::QBInt4, QuantKind::PerChannelGroup, 64, 24, 192},
+      {"4-bit blockwise, group 32, five panels of 16 rows (four at once, then one)", Datatype::QBInt4,
+       QuantKind::PerChannelGroup, 32, 72, 96},
       {"4-bit blockwise, group 96 (one group over two chunks)", Datatype::QBInt4, QuantKind::PerChannelGroup, 96, 9, 192},
       {"4-bit per channel, one lone block", Datatype::QCInt4, QuantKind::PerChannel, 0, 33, 32},
       {"4-bit per channel, large enough to split across threads", Datatype::QCInt4, QuantKind::PerChannel, 0, 640, 544},
@@ -363,20 +365,22 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
     const quant::Qd8Plan plan = quant::qd8_plan(l.d, q, dims, data.data());
     REQUIRE(plan.weight == (four_bit ? quant::Qd8Weight::Int4 : quant::Qd8Weight::Int8));
     REQUIRE(plan.group == (l.kind == QuantKind::PerChannel ? l.cols : l.group));
+    // On a VNNI CPU the 4-bit weight is also repacked for its kernel (Note [qd8 x int4 vnni layout]).
+    CHECK(quant::int4_vnni_runs(plan) == (four_bit && kernels::isa::cpu_supported() >= kernels::isa::kAvx512Vnni));
     std::vector<float> bias(static_cast<size_t>(l.rows));
     for (float& b : bias) b = real(rng);
-    for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{33}}) {
+    for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{33}}) {
       std::vector<float> x(static_cast<size_t>(m * l.cols));
       for (size_t i = 0; i < x.size(); ++i) x[i] = real(rng) * (1.f + static_cast<float>(i % 7)) + (i % 3 ? 0.f : 0.4f);
       std::vector<quant::DynamicParams> params(static_cast<size_t>(m));
       quant::fake_quantize_dynamic(x.data(), static_cast<int64_t>(x.size()), l.cols, params.data());
       if (m == 7) x[static_cast<size_t>(2 * l.cols + 5)] = std::nanf("");  // row 2 has a NaN: its outputs are NaN
       const std::vector<double> want = gemv_reference(l.d, q, dims, data.data(), x, m, bias);
-      for (int level : {2, 1, 0}) {
+      for (int level : {3, 2, 1, 0}) {
         kernels::isa::force_level = level;
         std::vector<uint8_t> scratch(static_cast<size_t>(quant::qd8_rows_bytes(m, l.cols)));
         const quant::Qd8Rows rows = quant::qd8_rows_in(scratch.data(), m, l.cols);
-        quant::pack_qd8_rows(plan.weight, x.data(), m, l.cols, params.data(), rows);
+        quant::pack_qd8_rows(plan, x.data(), m, l.cols, params.data(), rows);
         std::vector<float> out(static_cast<size_t>(m * l.rows), -99.f);
         quant::qd8_gemm(plan, rows, m, dims, data.data(), q, bias.data(), out.data());
         INFO(l.name << ", " << m << " rows, ISA level " << level);

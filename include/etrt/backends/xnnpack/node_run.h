@@ -226,7 +226,7 @@ inline Status quantized_linear(const NodeRun& r, const Node& n) {
   const std::vector<quant::DynamicParams>& params = r.row_params[n.inputs[0]];
   if (p.qd8.weight != quant::Qd8Weight::None && static_cast<size_t>(m) <= params.size()) {
     const quant::Qd8Rows rows = quant::qd8_rows_in(r.scratch, m, k);  // qd8_rows_bytes(m, k): sized at load
-    quant::pack_qd8_rows(p.qd8.weight, x, m, k, params.data(), rows);
+    quant::pack_qd8_rows(p.qd8, x, m, k, params.data(), rows);
     quant::qd8_gemm(p.qd8, rows, m, w.dims, w.constant.data(), w.quant, bias, out);
     return {};
   }

@@ -243,7 +243,7 @@ inline Result<PreparedNode> fully_connected(const Graph& g, const Node& n, std::
       !(xv.flags & (kValueExternalInput | kValueExternalOutput)) &&  // its parameters come from the node writing it
       xv.quant.num_nonbatch_dims == 1 && !xv.dims.empty() && wv.dims.size() == 2 && xv.dims.back() == wv.dims[1] &&
       packed::bias_fits(g, n, wv.dims[0])) {
-    ETRT_CHECK_OK(packed::take(budget, static_cast<uint64_t>(wv.dims[0]), n));  // at most the row sums
+    ETRT_CHECK_OK(packed::take(budget, quant::qd8_plan_floats(wv.dims[0], wv.dims[1]), n));
     p.qd8 = quant::qd8_plan(wv.datatype, wv.quant, wv.dims, wv.constant.data());
     return p;
   }

@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "etrt/backends/xnnpack/qd8_int4_vnni.h"
 #include "etrt/backends/xnnpack/quant_params.h"
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/kernels/util/isa.h"
@@ -44,12 +45,25 @@ inline constexpr int64_t kInt8MaxCols = 65536;
 enum class Qd8Weight : uint8_t { None, Int4, Int8 };
 
 /// What the integer path knows of one weight at load: its kind, its scale group (columns per scale) and, for 4-bit
-/// weights, each row's sum of value x scale (the zero point's share of an output is zero_point x that sum).
+/// weights, each row's sum of value x scale (the zero point's share of an output is zero_point x that sum) and, on
+/// a CPU with AVX-512 VNNI, the weight repacked for its kernel (qd8_int4_vnni.h).
 struct Qd8Plan {
   Qd8Weight weight = Qd8Weight::None;
   int64_t group = 0;
   std::vector<float> row_sums;
+  Int4Vnni vnni;
 };
+
+/// Whether a call runs the VNNI kernel: packed at load, and the level still allows it (tests lower it).
+inline bool int4_vnni_runs(const Qd8Plan& p) {
+  return p.weight == Qd8Weight::Int4 && !p.vnni.empty() && kernels::isa::level() >= kernels::isa::kAvx512Vnni;
+}
+
+/// Floats of memory a plan for a [rows, k] weight may hold at most: the row sums and the VNNI copy.
+inline uint64_t qd8_plan_floats(int64_t rows, int64_t k) {
+  const auto padded = static_cast<uint64_t>((rows + 15) / 16 * 16), cols = static_cast<uint64_t>(k);
+  return static_cast<uint64_t>(rows) + padded * (cols / 8 + cols / 32);
+}
 
 /// The scale group of a 4-bit [N, K] weight the integer path reads, or 0 when its layout does not fit it: blocks of
 /// whole 32-column blocks, or one scale per output row.
@@ -90,25 +104,30 @@ inline Qd8Plan qd8_plan(Datatype d, const Quant& q, std::span<const int64_t> dim
     }
     p.row_sums[static_cast<size_t>(n)] = s;
   }
+  if (kernels::isa::level() >= kernels::isa::kAvx512Vnni)
+    p.vnni = pack_int4_vnni(data, q.scales.data(), rows, k, p.group);
   return p;
 }
 
 /// Activation rows quantized for the kernels, m x k: for 4-bit weights `bytes` (q + 128, Note [qd8 x int4
-/// layout]), for 8-bit ones `wide` (q - zero_point, in column order); and per row its scale, its zero point + 128,
-/// and whether the row held a NaN (its outputs are NaN, as the float product's are).
+/// layout], or in column order for the VNNI kernel, which also reads `offsets`: 8 x the bytes' sum per scale
+/// group, Note [qd8 x int4 vnni layout]), for 8-bit ones `wide` (q - zero_point, in column order); and per row its
+/// scale, its zero point + 128, and whether the row held a NaN (its outputs are NaN, as the float product's are).
 struct Qd8Rows {
   uint8_t* bytes = nullptr;
   int16_t* wide = nullptr;
   float* scale = nullptr;
   int32_t* zero = nullptr;
   uint8_t* nan = nullptr;
+  int32_t* offsets = nullptr;
 };
 
-/// Bytes of scratch the packed rows take for m rows of k columns, either layout (16-byte aligned pieces).
+/// Bytes of scratch the packed rows take for m rows of k columns, any layout (16-byte aligned pieces).
 inline uint64_t qd8_rows_bytes(int64_t m, int64_t k) {
   const auto up16 = [](uint64_t b) { return (b + 15) / 16 * 16; };
   const uint64_t rows = static_cast<uint64_t>(m);
-  return up16(rows * static_cast<uint64_t>(k) * 2) + up16(rows * 4) * 2 + up16(rows);
+  return up16(rows * static_cast<uint64_t>(k) * 2) + up16(rows * 4) * 2 + up16(rows) +
+         up16(rows * static_cast<uint64_t>(k / kInt4Block + 1) * 4);
 }
 inline Qd8Rows qd8_rows_in(void* scratch, int64_t m, int64_t k) {
   const auto up16 = [](uint64_t b) { return (b + 15) / 16 * 16; };
@@ -122,6 +141,8 @@ inline Qd8Rows qd8_rows_in(void* scratch, int64_t m, int64_t k) {
   r.zero = reinterpret_cast<int32_t*>(p);
   p += up16(static_cast<uint64_t>(m) * 4);
   r.nan = p;
+  p += up16(static_cast<uint64_t>(m));
+  r.offsets = reinterpret_cast<int32_t*>(p);
   return r;
 }
 
@@ -133,21 +154,35 @@ inline int64_t qd8_position(int64_t c, int64_t k) {
 }
 
 /// Packs m rows of `x` (each already on the grid `params[i]` set when the activation was quantized: Note [xnnpack
-/// quantized values]) in the layout `weight` reads.
-inline void pack_qd8_rows(Qd8Weight weight, const float* x, int64_t m, int64_t k, const DynamicParams* params,
+/// quantized values]) in the layout the kernel this call runs for `plan` reads.
+inline void pack_qd8_rows(const Qd8Plan& plan, const float* x, int64_t m, int64_t k, const DynamicParams* params,
                           Qd8Rows out) {
+  const bool vnni = int4_vnni_runs(plan);
+  const int64_t groups = vnni ? k / plan.group : 0;
   for (int64_t i = 0; i < m; ++i) {
     const DynamicParams p = params[i];
     const float* row = x + i * k;
     const float lo = static_cast<float>(-128 - p.zero_point), hi = static_cast<float>(127 - p.zero_point);
     bool nan = false;
+    int32_t group_sum = 0;
     for (int64_t c = 0; c < k; ++c) {
       const float v = row[c];
       nan = nan || v != v;
       float q = std::min(std::max(std::nearbyint(v * p.inv_scale), lo), hi);  // q - zero_point
       q = q == q ? q : lo;
-      if (weight == Qd8Weight::Int8) out.wide[i * k + c] = static_cast<int16_t>(q);
-      else out.bytes[i * k + qd8_position(c, k)] = static_cast<uint8_t>(static_cast<int32_t>(q) + p.zero_point + 128);
+      const auto byte = static_cast<uint8_t>(static_cast<int32_t>(q) + p.zero_point + 128);
+      if (plan.weight == Qd8Weight::Int8) {
+        out.wide[i * k + c] = static_cast<int16_t>(q);
+      } else if (vnni) {
+        out.bytes[i * k + c] = byte;
+        group_sum += byte;
+        if ((c + 1) % plan.group == 0) {
+          out.offsets[i * groups + c / plan.group] = 8 * group_sum;
+          group_sum = 0;
+        }
+      } else {
+        out.bytes[i * k + qd8_position(c, k)] = byte;
+      }
     }
     out.scale[i] = 1.f / p.inv_scale;
     out.zero[i] = p.zero_point + 128;
@@ -310,6 +345,18 @@ inline void qd8_gemm(const Qd8Plan& plan, const Qd8Rows& a, int64_t m, std::span
   const int64_t rows = dims[0], k = dims[1];
   const bool int4 = plan.weight == Qd8Weight::Int4;
   const auto* w8 = reinterpret_cast<const int8_t*>(w);
+#ifdef ETRT_ISA_X86
+  if (int4_vnni_runs(plan)) {
+    // A 16 x 32 block takes ten or so cycles: split only products far above the float kernels' threshold.
+    const auto panels = [&](int64_t p0, int64_t p1) {
+      detail::int4_vnni_panels(plan.vnni, a.bytes, a.offsets, a.scale, a.zero, a.nan, m, k, plan.group,
+                               plan.row_sums.data(), bias, rows, out, rows, p0, p1);
+    };
+    if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, plan.vnni.panels);
+    else kernels::parallel_for(plan.vnni.panels, 4, panels);
+    return;
+  }
+#endif
   auto run = [&](int64_t n0, int64_t n1) {
 #ifdef ETRT_ISA_X86
     if (kernels::isa::level() >= kernels::isa::kAvx2) {
