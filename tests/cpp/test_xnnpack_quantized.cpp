@@ -399,6 +399,29 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
   }
 }
 
+TEST_CASE("XNNPACK dynamic quantization: the vector row range is the std::min / std::max chain's, NaNs included",
+          "[xnnpack][quantized]") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> real(-3.f, 3.f);
+  for (int64_t n = 1; n <= 40; ++n) {
+    for (int64_t nan_at : {int64_t{-1}, int64_t{0}, n / 2, n - 1}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = real(rng);
+      if (nan_at >= 0) x[static_cast<size_t>(nan_at)] = std::nanf("");
+      float want_lo = x[0], want_hi = x[0];
+      for (float v : x) {
+        want_lo = std::min(want_lo, v);
+        want_hi = std::max(want_hi, v);
+      }
+      float lo = 0.f, hi = 0.f;
+      quant::detail::row_range<8>(x.data(), n, lo, hi);
+      INFO(n << " elements, NaN at " << nan_at);
+      CHECK(std::memcmp(&lo, &want_lo, sizeof lo) == 0);  // bit for bit: a NaN first element stays NaN
+      CHECK(std::memcmp(&hi, &want_hi, sizeof hi) == 0);
+    }
+  }
+}
+
 TEST_CASE("XNNPACK qd8: weight layouts the integer kernels do not read take the float path", "[xnnpack][quantized]") {
   const std::vector<uint8_t> data(8 * 64, 0x88);
   const auto plan = [&](Datatype d, const Quant& q, std::vector<int64_t> dims) {

@@ -259,6 +259,33 @@ TEST_CASE("worker pool: every chunk runs once per region, over many regions, wit
   thread_count() = saved;
 }
 
+TEST_CASE("parallel_chunks: chunks of exactly the grain, each index once, with and without a pool", "[packed][pool]") {
+  const int saved = thread_count().load();
+  thread_count() = 2;
+  const auto check = [](int64_t n, int64_t grain, bool exact_chunks = true) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    std::atomic<int> short_chunks{0};
+    parallel_chunks(n, grain, [&](int64_t b, int64_t e) {
+      if (e - b != grain) ++short_chunks;
+      for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+    });
+    bool once = true;
+    for (auto& h : hits) once = once && h.load() == 1;
+    INFO(n << " items, grain " << grain);
+    CHECK(once);
+    if (exact_chunks) CHECK(short_chunks.load() <= (n % grain != 0 || n < grain ? 1 : 0));
+  };
+  {
+    WorkerPool pool;
+    PoolScope scope(pool);
+    for (int region = 0; region < 200; ++region) check(2000, 124);
+    check(3, 4);     // fewer items than one chunk: one call
+    check(100, 1);   // many one-item chunks
+  }
+  check(1000, 60, false);  // no pool: parallel_for's chunks (one per thread), each index still once
+  thread_count() = saved;
+}
+
 TEST_CASE("worker pool: a worker that wakes late never runs a chunk of a region it did not see", "[packed][pool]") {
   // Tiny back-to-back regions: the caller usually runs every chunk itself and returns before the workers wake, so
   // workers keep arriving during a later region (Note [chunks, not workers]). Each region checks that each of its

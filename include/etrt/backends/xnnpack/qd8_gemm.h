@@ -30,6 +30,7 @@
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/qgemm.h"
 
 #ifdef ETRT_ISA_X86
 #include <immintrin.h>
@@ -158,34 +159,35 @@ inline int64_t qd8_position(int64_t c, int64_t k) {
 inline void pack_qd8_rows(const Qd8Plan& plan, const float* x, int64_t m, int64_t k, const DynamicParams* params,
                           Qd8Rows out) {
   const bool vnni = int4_vnni_runs(plan);
-  const int64_t groups = vnni ? k / plan.group : 0;
   for (int64_t i = 0; i < m; ++i) {
     const DynamicParams p = params[i];
     const float* row = x + i * k;
+    out.scale[i] = 1.f / p.inv_scale;
+    out.zero[i] = p.zero_point + 128;
+    if (vnni) {  // bytes in column order (quantize_row's byte is the one below), and the groups' sums
+      uint8_t* bytes = out.bytes + i * k;
+      kernels::qgemm::quantize_row(row, k, p.inv_scale, p.zero_point + 128, bytes);
+      int nan = 0;
+      for (int64_t c = 0; c < k; ++c) nan |= row[c] != row[c];
+      out.nan[i] = static_cast<uint8_t>(nan);
+      const int64_t groups = k / plan.group;
+      for (int64_t g = 0; g < groups; ++g) {
+        int32_t sum = 0;
+        for (int64_t c = g * plan.group; c < (g + 1) * plan.group; ++c) sum += bytes[c];
+        out.offsets[i * groups + g] = 8 * sum;
+      }
+      continue;
+    }
     const float lo = static_cast<float>(-128 - p.zero_point), hi = static_cast<float>(127 - p.zero_point);
     bool nan = false;
-    int32_t group_sum = 0;
     for (int64_t c = 0; c < k; ++c) {
       const float v = row[c];
       nan = nan || v != v;
       float q = std::min(std::max(std::nearbyint(v * p.inv_scale), lo), hi);  // q - zero_point
       q = q == q ? q : lo;
-      const auto byte = static_cast<uint8_t>(static_cast<int32_t>(q) + p.zero_point + 128);
-      if (plan.weight == Qd8Weight::Int8) {
-        out.wide[i * k + c] = static_cast<int16_t>(q);
-      } else if (vnni) {
-        out.bytes[i * k + c] = byte;
-        group_sum += byte;
-        if ((c + 1) % plan.group == 0) {
-          out.offsets[i * groups + c / plan.group] = 8 * group_sum;
-          group_sum = 0;
-        }
-      } else {
-        out.bytes[i * k + qd8_position(c, k)] = byte;
-      }
+      if (plan.weight == Qd8Weight::Int8) out.wide[i * k + c] = static_cast<int16_t>(q);
+      else out.bytes[i * k + qd8_position(c, k)] = static_cast<uint8_t>(static_cast<int32_t>(q) + p.zero_point + 128);
     }
-    out.scale[i] = 1.f / p.inv_scale;
-    out.zero[i] = p.zero_point + 128;
     out.nan[i] = nan;
   }
 }
@@ -352,8 +354,10 @@ inline void qd8_gemm(const Qd8Plan& plan, const Qd8Rows& a, int64_t m, std::span
       detail::int4_vnni_panels(plan.vnni, a.bytes, a.offsets, a.scale, a.zero, a.nan, m, k, plan.group,
                                plan.row_sums.data(), bias, rows, out, rows, p0, p1);
     };
-    if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, plan.vnni.panels);
-    else kernels::parallel_for(plan.vnni.panels, 4, panels);
+    const int64_t count = plan.vnni.panels;
+    if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, count);
+    else kernels::parallel_chunks(count, std::max<int64_t>(4, count / (8 * kernels::thread_count().load()) / 4 * 4),
+                                  panels);
     return;
   }
 #endif

@@ -111,16 +111,42 @@ inline DynamicParams dynamic_params(float lo, float hi) {
   return {inv, static_cast<int32_t>(std::nearbyint(zp))};
 }
 
+namespace detail {
+
+/// The smallest and largest of x[0, n), n >= 1, exactly as a std::min / std::max chain from x[0] finds them (a NaN
+/// after the first element is passed over), Lanes at a time.
+template <int Lanes>
+[[gnu::always_inline]] inline void row_range(const float* x, int64_t n, float& lo, float& hi) {
+  using V = kernels::vec::Vec<Lanes>;
+  lo = hi = x[0];
+  int64_t i = 0;
+  if (n >= Lanes) {
+    V vlo = V{} + x[0], vhi = vlo, v;
+    for (; i + Lanes <= n; i += Lanes) {
+      kernels::vec::load(v, x + i);
+      vlo = v < vlo ? v : vlo;
+      vhi = v > vhi ? v : vhi;
+    }
+    for (int l = 0; l < Lanes; ++l) {
+      lo = vlo[l] < lo ? vlo[l] : lo;
+      hi = vhi[l] > hi ? vhi[l] : hi;
+    }
+  }
+  for (; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+}
+
+}  // namespace detail
+
 /// Dynamic per-token quantization of `x` (rows of `row` elements), in place; each row's parameters go to
 /// `params[row]` when `params` is given (the integer kernels read them: qd8_gemm.h).
 inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParams* params = nullptr) {
   if (row <= 0) return;
   for (int64_t at = 0; at + row <= n; at += row) {
-    float lo = x[at], hi = x[at];
-    for (int64_t i = at; i < at + row; ++i) {
-      lo = std::min(lo, x[i]);
-      hi = std::max(hi, x[i]);
-    }
+    float lo, hi;
+    kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE { detail::row_range<8>(x + at, row, lo, hi); });
     const DynamicParams p = dynamic_params(lo, hi);
     if (params) params[at / row] = p;
     const float scale = 1.f / p.inv_scale;

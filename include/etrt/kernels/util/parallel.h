@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -42,9 +43,11 @@ inline std::atomic<int>& thread_count() {
 /// Threads kept between the parallel regions of one owner, so that a region costs a wake-up rather than a thread
 /// start. Workers start with the first region that wants them (thread_count() - 1; more start when the count is
 /// raised later, and surplus ones find no chunk) and are joined when the pool is destroyed. Between regions a worker
-/// polls for the next one for about kSpin iterations (a network's layers follow each other within microseconds,
-/// and a futex wake-up costs more than a small layer), then sleeps on a condition variable; the caller likewise
-/// polls for the claimed chunks to finish before it sleeps. A region that finds the pool busy (a region inside a
+/// polls for the next one for kWorkerSpin (a network's layers follow each other within microseconds; an LLM decode
+/// step runs a few hundred microseconds of small serial nodes between its large products; and a worker woken from
+/// its sleep by the futex joins a region tens of microseconds late, when most of it is done), then sleeps on a
+/// condition variable; the caller polls for the claimed chunks to finish for about kSpin iterations before it
+/// sleeps. A region that finds the pool busy (a region inside a
 /// region) or finds itself in a forked child (whose copy of the pool has no threads) runs on the caller instead.
 ///
 /// Note [chunks, not workers]: the caller waits for the region's chunks, never for the workers. On a loaded machine
@@ -144,7 +147,9 @@ class WorkerPool {
       return region_of(c) != seen || claimable(c);
     };
     for (;;) {
-      for (int spin = 0; spin < kSpin && !ready(); ++spin) pause();
+      const auto give_up = std::chrono::steady_clock::now() + kWorkerSpin;
+      while (!ready() && std::chrono::steady_clock::now() < give_up)
+        for (int spin = 0; spin < 64 && !ready(); ++spin) pause();
       if (!ready()) {
         std::unique_lock<std::mutex> lock(mu_);
         wake_.wait(lock, [&] { return stop_ || ready(); });
@@ -184,7 +189,8 @@ class WorkerPool {
   std::vector<std::thread> workers_;
   pid_t owner_pid_ = 0;
   std::atomic<bool> busy_{false};
-  static constexpr int kSpin = 20000;  // about 50-100 us of pause instructions
+  static constexpr int kSpin = 20000;  // about 50-200 us of pause instructions
+  static constexpr std::chrono::microseconds kWorkerSpin{1000};
   bool stop_ = false;
   uint64_t region_ = 0;  // written by the caller only
   std::atomic<uint64_t> claim_{0};
@@ -275,6 +281,21 @@ inline void parallel_for(int64_t n, int64_t grain, F&& f) {
   for (auto [b, e] : inline_ranges) guarded(b, e);
   for (auto& w : workers) w.join();
   if (first_error) std::rethrow_exception(first_error);
+}
+
+/// As parallel_for, but in chunks of `grain` that the threads claim one at a time: a thread that starts late (a
+/// worker woken from its sleep after a long serial stretch) takes fewer chunks, instead of the caller finishing its
+/// half and then waiting for the worker's. For loops of many chunks of similar cost (the column panels of one
+/// matrix-vector product). Without a pool, or with more chunks than the pool takes, it is parallel_for.
+template <class F>
+inline void parallel_chunks(int64_t n, int64_t grain, F&& f) {
+  const int threads = thread_count().load();
+  if (threads <= 1 || n <= grain) {
+    f(int64_t{0}, n);
+    return;
+  }
+  if (WorkerPool* pool = detail::current_pool(); pool && pool->run(n, std::max<int64_t>(grain, 1), threads, f)) return;
+  parallel_for(n, grain, f);
 }
 
 /// Runs f(begin, end) over the n elements of an elementwise loop, on the calling thread while the loop is short,
