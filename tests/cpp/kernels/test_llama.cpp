@@ -173,6 +173,38 @@ TEST_CASE("custom_sdpa: causal, start_pos > 0, GQA, masks, several query blocks"
   }
 }
 
+TEST_CASE("custom_sdpa decode blocks: head sizes with a tail, key counts not a multiple of four, every ISA level",
+          "[llama]") {
+  KernelContext ctx;
+  struct Case {
+    int64_t S, H, Hkv, D, L, start;
+  };
+  const Case cases[] = {
+      {1, 6, 6, 48, 128, 40},  // a stories15M decode step: six whole AVX2 registers per head
+      {1, 4, 2, 13, 20, 10},   // a 13-float head: one register and a scalar tail; 11 keys
+      {2, 4, 1, 20, 16, 5},    // two query rows of four heads on one KV head: R = 8
+      {1, 2, 2, 7, 9, 0},      // one key, a head narrower than a register
+  };
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    auto q = randn(c.S * c.H * c.D, seed++), k = randn(c.L * c.Hkv * c.D, seed++), v = randn(c.L * c.Hkv * c.D, seed++);
+    // Cache rows past the last position are never weighted: a NaN there must not reach the output.
+    for (int64_t j = c.start + c.S; j < c.L; ++j)
+      for (int64_t i = 0; i < c.Hkv * c.D; ++i) v[static_cast<size_t>(j * c.Hkv * c.D + i)] = std::nanf("");
+    const auto ref = ref_attention(q, k, v, 1, c.S, c.H, c.Hkv, c.D, c.L, c.start, true, nullptr);
+    for (int level : {-1, 0}) {
+      etrt::kernels::isa::force_level = level;
+      CAPTURE(c.S, c.H, c.Hkv, c.D, c.L, c.start, level);
+      std::vector<float> out(q.size());
+      Tensor tq = mk(q, {1, c.S, c.H, c.D}), tk = mk(k, {1, c.L, c.Hkv, c.D}), tv = mk(v, {1, c.L, c.Hkv, c.D}),
+             to = mk(out, {1, c.S, c.H, c.D});
+      REQUIRE(custom_sdpa_out<float_types>(ctx, tq, tk, tv, c.start, nullptr, 0.0, true, std::nullopt, to));
+      for (size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == Approx(ref[i]).margin(2e-5));
+    }
+    etrt::kernels::isa::force_level = -1;
+  }
+}
+
 TEST_CASE("custom_sdpa: explicit scale, Half, and every refused argument", "[llama]") {
   KernelContext ctx;
   const int64_t S = 2, H = 4, Hkv = 2, D = 8, L = 6, start = 3;

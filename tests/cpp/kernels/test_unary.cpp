@@ -68,6 +68,40 @@ TEST_CASE("floating unary functions", "[kernels][unary]") {
   check_float_unary(CALL(sigmoid_out), [](double x) { return 1 / (1 + std::exp(-x)); }, {-200, -50, 0, 50, 200});
 }
 
+TEST_CASE("sigmoid: the vector body over long float tensors, special values inside it, every ISA level",
+          "[kernels][unary]") {
+  KernelContext ctx;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> real(-30.f, 30.f);
+  std::vector<float> x(1003);
+  for (float& v : x) v = real(rng);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special{inf, -inf, std::nanf(""), 100.f, -100.f, 88.5f, -88.5f, 0.f, -0.f, 1e-30f};
+  std::copy(special.begin(), special.end(), x.begin() + 5);  // inside the first 16-lane block
+  for (int level : {-1, 1, 0}) {
+    isa::force_level = level;
+    std::vector<float> o(x.size());
+    Tensor to = mk(o, {static_cast<int64_t>(x.size())});
+    REQUIRE(sigmoid_out<float_types>(ctx, mk(x, {static_cast<int64_t>(x.size())}), to));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+      INFO("x = " << x[i] << ", ISA level " << level);
+      if (std::isnan(want)) CHECK(std::isnan(o[i]));
+      else CHECK(o[i] == Approx(want).epsilon(1e-6).margin(1e-30));
+    }
+  }
+  isa::force_level = -1;
+  // A transposed input takes the scalar form; values agree with the dense run.
+  std::vector<float> a(48), ot(48), od(48);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i) * 0.25f - 6.f;
+  Tensor tt = mk(ot, {6, 8}), td = mk(od, {48});
+  REQUIRE(sigmoid_out<float_types>(ctx, mk(a, {6, 8}, ScalarType::Float, {1, 0}), tt));
+  REQUIRE(sigmoid_out<float_types>(ctx, mk(a, {48}), td));
+  for (int64_t r = 0; r < 6; ++r)
+    for (int64_t c = 0; c < 8; ++c)
+      CHECK(ot[static_cast<size_t>(r * 8 + c)] == Approx(od[static_cast<size_t>(c * 6 + r)]).epsilon(1e-6));
+}
+
 TEST_CASE("unary functions: int input to float output, Half, strided, NaN/inf, rank 0, empty", "[kernels][unary]") {
   KernelContext ctx;
   std::vector<int32_t> xi{0, 1, 2};

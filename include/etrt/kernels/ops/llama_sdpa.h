@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/vec.h"
 
 namespace etrt::kernels {
 
@@ -110,50 +112,137 @@ inline const float* rows_f32(const Operand& o, int64_t b, int64_t h, int64_t s0,
   return dst;
 }
 
-// Decode-size blocks: the few query rows of every head of a KV group (R rows in all) against the keys read in place,
-// each key and value row loaded once for all R rows. Compiled for AVX2 + FMA too and picked at run time, like the
-// GEMM micro-kernels.
+// Decode-size blocks: the few query rows of every head of a KV group (R rows in all) against the keys read in place.
+// Scores take four keys per pass, each a register of partial sums reduced once; values keep NR registers of the
+// output row and run along the keys once, each value row's registers loaded together. Both prefetch the cache rows a
+// few keys ahead (prefetch_row). A key whose weight is 0 (causally masked, or its exponential underflowed) is
+// skipped, as the scalar form did: a NaN in an unused cache row never reaches the output. Compiled for AVX2 + FMA
+// too and picked at run time, like the GEMM micro-kernels.
+template <int Lanes>
+[[gnu::always_inline]] inline float lanes_sum(const vec::Vec<Lanes>& v) {
+  float s[Lanes];
+  std::memcpy(s, &v, sizeof s);
+  for (int w = Lanes / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) s[l] += s[l + w];
+  return s[0];
+}
+/// Hints the cache rows `n` floats long from `row` (a key or value row a few keys ahead: the cache rows of one head
+/// are a whole row of every head apart, a stride the hardware prefetchers follow poorly, and after the weights of a
+/// decode step have streamed through the caches they come from memory).
+[[gnu::always_inline]] inline void prefetch_row(const float* row, int64_t n) {
+  for (int64_t t = 0; t < n; t += 16) __builtin_prefetch(row + t);
+}
+template <int Lanes>
 [[gnu::always_inline]] inline void group_scores_body(const float* Q, int64_t R, int64_t D, const float* K, int64_t krs,
                                                      int64_t nk, float* s) {
-  for (int64_t j = 0; j < nk; ++j) {
-    const float* kj = K + j * krs;
-    for (int64_t r = 0; r < R; ++r) s[r * nk + j] = dot_lanes(Q + r * D, kj, D);
+  using V = vec::Vec<Lanes>;
+  const int64_t dv = D / Lanes * Lanes;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* q = Q + r * D;
+    int64_t j = 0;
+    for (; j + 4 <= nk; j += 4) {
+      for (int64_t ahead = j + 8; ahead < std::min(j + 12, nk); ++ahead) prefetch_row(K + ahead * krs, D);
+      const float* k0 = K + j * krs;
+      const float* k1 = k0 + krs;
+      const float* k2 = k1 + krs;
+      const float* k3 = k2 + krs;
+      V a0{}, a1{}, a2{}, a3{}, qv, kv;
+      for (int64_t t = 0; t < dv; t += Lanes) {
+        vec::load(qv, q + t);
+        vec::load(kv, k0 + t);
+        a0 += qv * kv;
+        vec::load(kv, k1 + t);
+        a1 += qv * kv;
+        vec::load(kv, k2 + t);
+        a2 += qv * kv;
+        vec::load(kv, k3 + t);
+        a3 += qv * kv;
+      }
+      float d0 = lanes_sum<Lanes>(a0), d1 = lanes_sum<Lanes>(a1), d2 = lanes_sum<Lanes>(a2),
+            d3 = lanes_sum<Lanes>(a3);
+      for (int64_t t = dv; t < D; ++t) {
+        d0 += q[t] * k0[t];
+        d1 += q[t] * k1[t];
+        d2 += q[t] * k2[t];
+        d3 += q[t] * k3[t];
+      }
+      float* out = s + r * nk + j;
+      out[0] = d0;
+      out[1] = d1;
+      out[2] = d2;
+      out[3] = d3;
+    }
+    for (; j < nk; ++j) s[r * nk + j] = dot_lanes(q, K + j * krs, D);
   }
 }
+/// acc (NR registers wide) = sum over keys of p[j] x V[j], the keys in one pass, each row's NR registers loaded together.
+template <int Lanes, int NR>
+[[gnu::always_inline]] inline void values_block(const float* p, int64_t nk, const float* V, int64_t vrs, float* a) {
+  using Vv = vec::Vec<Lanes>;
+  constexpr int64_t kAhead = 4;
+  Vv s[NR] = {};
+  for (int64_t j = 0; j < nk; ++j) {
+    if (j + kAhead < nk) prefetch_row(V + (j + kAhead) * vrs, NR * Lanes);
+    const float w = p[j];
+    if (w == 0.0f) continue;
+    const float* row = V + j * vrs;
+    for (int i = 0; i < NR; ++i) {
+      Vv x;
+      vec::load(x, row + i * Lanes);
+      s[i] += w * x;
+    }
+  }
+  for (int i = 0; i < NR; ++i) vec::store(a + i * Lanes, s[i]);
+}
+template <int Lanes>
 [[gnu::always_inline]] inline void group_values_body(const float* P, int64_t R, int64_t nk, const float* V, int64_t vrs,
                                                      int64_t D, float* acc) {
-  for (int64_t i = 0; i < R * D; ++i) acc[i] = 0.0f;
-  for (int64_t j = 0; j < nk; ++j) {
-    const float* vj = V + j * vrs;
-    for (int64_t r = 0; r < R; ++r) {
-      const float w = P[r * nk + j];
-      if (w == 0.0f) continue;  // causally masked
-      float* a = acc + r * D;
-      for (int64_t t = 0; t < D; ++t) a[t] += w * vj[t];
+  constexpr int64_t kRegs = 8;  // registers of output columns per pass over the keys
+  const int64_t dv = D / Lanes * Lanes;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* p = P + r * nk;
+    float* a = acc + r * D;
+    for (int64_t t = 0; t < dv; t += kRegs * Lanes) {
+      switch (std::min<int64_t>(kRegs, (dv - t) / Lanes)) {
+        case 8: values_block<Lanes, 8>(p, nk, V + t, vrs, a + t); break;
+        case 7: values_block<Lanes, 7>(p, nk, V + t, vrs, a + t); break;
+        case 6: values_block<Lanes, 6>(p, nk, V + t, vrs, a + t); break;
+        case 5: values_block<Lanes, 5>(p, nk, V + t, vrs, a + t); break;
+        case 4: values_block<Lanes, 4>(p, nk, V + t, vrs, a + t); break;
+        case 3: values_block<Lanes, 3>(p, nk, V + t, vrs, a + t); break;
+        case 2: values_block<Lanes, 2>(p, nk, V + t, vrs, a + t); break;
+        default: values_block<Lanes, 1>(p, nk, V + t, vrs, a + t); break;
+      }
+    }
+    for (int64_t t = dv; t < D; ++t) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < nk; ++j)
+        if (p[j] != 0.0f) sum += p[j] * V[j * vrs + t];
+      a[t] = sum;
     }
   }
 }
 #ifdef ETRT_ISA_X86
 [[ETRT_TARGET_AVX2]] inline void group_scores_avx2(const float* Q, int64_t R, int64_t D, const float* K,
                                                           int64_t krs, int64_t nk, float* s) {
-  group_scores_body(Q, R, D, K, krs, nk, s);
+  group_scores_body<8>(Q, R, D, K, krs, nk, s);
 }
 [[ETRT_TARGET_AVX2]] inline void group_values_avx2(const float* P, int64_t R, int64_t nk, const float* V,
                                                           int64_t vrs, int64_t D, float* acc) {
-  group_values_body(P, R, nk, V, vrs, D, acc);
+  group_values_body<8>(P, R, nk, V, vrs, D, acc);
 }
 #endif
 inline void group_scores(const float* Q, int64_t R, int64_t D, const float* K, int64_t krs, int64_t nk, float* s) {
 #ifdef ETRT_ISA_X86
   if (isa::level() >= isa::kAvx2) return group_scores_avx2(Q, R, D, K, krs, nk, s);
 #endif
-  group_scores_body(Q, R, D, K, krs, nk, s);
+  group_scores_body<4>(Q, R, D, K, krs, nk, s);
 }
 inline void group_values(const float* P, int64_t R, int64_t nk, const float* V, int64_t vrs, int64_t D, float* acc) {
 #ifdef ETRT_ISA_X86
   if (isa::level() >= isa::kAvx2) return group_values_avx2(P, R, nk, V, vrs, D, acc);
 #endif
-  group_values_body(P, R, nk, V, vrs, D, acc);
+  group_values_body<4>(P, R, nk, V, vrs, D, acc);
 }
 
 /// C (m x n, row stride ldc) = A (m x k) * B^T where B is n x k; row strides lda / ldb, unit column stride.
