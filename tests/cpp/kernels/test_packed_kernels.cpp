@@ -169,8 +169,14 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
 
 TEST_CASE("nhwc depthwise convolution: multipliers, strides, padding, bias, clamp", "[packed][conv]") {
   each_level([] {
-    for (auto [c, mult, k, s, d] : {std::array<int64_t, 5>{32, 1, 3, 1, 1}, {7, 1, 3, 2, 1}, {5, 3, 5, 1, 2}, {48, 1, 3, 2, 1}}) {
-      const nhwc::Geometry g = geometry(2, 13, 11, c, c * mult, k, s, d, {1, 2, 2, 1});
+    // The 3x3 and 5x5 windows with one output per channel take the window body (Note [depthwise interior]) inside,
+    // with registers' worth of channels and a tail (40 = 2 x 16 + 8), both strides, and a 9x9 input whose interior
+    // is one pixel wide for 5x5 with this padding.
+    const std::array<int64_t, 7> cases[] = {{32, 1, 3, 1, 1, 13, 11}, {7, 1, 3, 2, 1, 13, 11}, {5, 3, 5, 1, 2, 13, 11},
+                                            {48, 1, 3, 2, 1, 13, 11}, {40, 1, 5, 1, 1, 13, 11}, {40, 1, 5, 2, 1, 13, 11},
+                                            {24, 1, 3, 1, 1, 20, 17}, {16, 1, 5, 1, 1, 5, 9}};
+    for (auto [c, mult, k, s, d, h, w] : cases) {
+      const nhwc::Geometry g = geometry(2, h, w, c, c * mult, k, s, d, {1, 2, 2, 1});
       REQUIRE(g.valid());
       const auto in = random_floats(static_cast<size_t>(g.N * g.H * g.W * g.C), 7);
       const auto f = random_floats(static_cast<size_t>(g.KH * g.KW * g.O), 8);  // [1, KH, KW, O]

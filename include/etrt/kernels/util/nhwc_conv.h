@@ -4,7 +4,8 @@
 //     from the input, padding taps as zeros, so no im2col buffer exists;
 //   - a depthwise convolution (a [1, KH, KW, C * M] filter, M outputs per input channel) is a direct loop that runs
 //     along the channels, which are contiguous in NHWC, compiled for AVX-512, AVX2 + FMA and the baseline and picked
-//     at run time like the GEMM's micro-kernels.
+//     at run time like the GEMM's micro-kernels; 3x3 and 5x5 windows keep their weights in registers over a row's
+//     interior (Note [depthwise interior]).
 //   - a convolution of a statically quantized input by an int8 filter is the int8 GEMM (util/qgemm.h) of the same
 //     windows, gathered from the input turned back into bytes once per call (ByteWindowRows; ByteRows in place
 //     for a pointwise convolution).
@@ -198,14 +199,14 @@ inline void conv_group(const Geometry& g, const float* in, int64_t c0, int64_t c
 
 namespace detail {
 
-/// Output rows [r0, r1) (row = n * OH + oh) of a depthwise convolution with `mult` outputs per input channel. Per
-/// output pixel the taps inside the input are listed first. With one output per channel, two registers of channels
-/// at a time then accumulate over every tap (two independent chains), starting from the bias, and are clamped
-/// before the one store; with several, each output channel reads its input channel c / mult.
+/// Output pixel (n, oh, ow)'s channels [c0, O) of a depthwise convolution with `mult` outputs per input channel. The
+/// taps inside the input are listed first. With one output per channel, two registers of channels at a time then
+/// accumulate over every tap (two independent chains), starting from the bias, and are clamped before the one store;
+/// with several, each output channel reads its input channel c / mult.
 template <int Lanes>
-[[gnu::always_inline]] inline void depthwise_body(const Geometry& g, int64_t mult, const float* in,
-                                                  const float* filter, const gemm::Epilogue& ep, float* out,
-                                                  int64_t r0, int64_t r1) {
+[[gnu::always_inline]] inline void depthwise_pixel(const Geometry& g, int64_t mult, const float* in,
+                                                   const float* filter, const gemm::Epilogue& ep, float* o, int64_t n,
+                                                   int64_t oh, int64_t ow, int64_t c0) {
   using V = vec::Vec<Lanes>;
   using vec::load, vec::store;
   const bool clamp = ep.clamps();
@@ -213,62 +214,130 @@ template <int Lanes>
   const int64_t O = g.O;
   const float* xs[kMaxDepthwiseTaps];
   const float* ws[kMaxDepthwiseTaps];
-  for (int64_t row = r0; row < r1; ++row) {
-    const int64_t oh = row % g.OH, n = row / g.OH;
-    for (int64_t ow = 0; ow < g.OW; ++ow) {
-      float* o = out + (row * g.OW + ow) * O;
-      int64_t taps = 0;
-      for_each_tap(g, in, n, oh, ow, [&](int64_t tap, const float* x) ETRT_ISA_INLINE {
-        xs[taps] = x;
-        ws[taps] = filter + tap * O;
-        ++taps;
-      });
-      int64_t c = 0;
-      if (mult == 1) {
-        for (; c + 2 * Lanes <= O; c += 2 * Lanes) {
-          V a0{}, a1{}, x0, x1, w0, w1;
-          if (ep.bias) {
-            load(a0, ep.bias + c);
-            load(a1, ep.bias + c + Lanes);
-          }
-          for (int64_t t = 0; t < taps; ++t) {
-            load(x0, xs[t] + c);
-            load(x1, xs[t] + c + Lanes);
-            load(w0, ws[t] + c);
-            load(w1, ws[t] + c + Lanes);
-            a0 += x0 * w0;
-            a1 += x1 * w1;
-          }
-          if (clamp) {
-            a0 = a0 < lo ? lo : a0;  // a NaN compares false and stays
-            a0 = a0 > hi ? hi : a0;
-            a1 = a1 < lo ? lo : a1;
-            a1 = a1 > hi ? hi : a1;
-          }
-          store(o + c, a0);
-          store(o + c + Lanes, a1);
-        }
+  int64_t taps = 0;
+  for_each_tap(g, in, n, oh, ow, [&](int64_t tap, const float* x) ETRT_ISA_INLINE {
+    xs[taps] = x;
+    ws[taps] = filter + tap * O;
+    ++taps;
+  });
+  int64_t c = c0;
+  if (mult == 1) {
+    for (; c + 2 * Lanes <= O; c += 2 * Lanes) {
+      V a0{}, a1{}, x0, x1, w0, w1;
+      if (ep.bias) {
+        load(a0, ep.bias + c);
+        load(a1, ep.bias + c + Lanes);
       }
-      for (; c < O; ++c) {
-        const int64_t ic = c / mult;
-        float acc = ep.bias ? ep.bias[c] : 0.f;
-        for (int64_t t = 0; t < taps; ++t) acc += xs[t][ic] * ws[t][c];
-        o[c] = clamp ? std::min(std::max(acc, lo), hi) : acc;
+      for (int64_t t = 0; t < taps; ++t) {
+        load(x0, xs[t] + c);
+        load(x1, xs[t] + c + Lanes);
+        load(w0, ws[t] + c);
+        load(w1, ws[t] + c + Lanes);
+        a0 += x0 * w0;
+        a1 += x1 * w1;
+      }
+      if (clamp) {
+        a0 = a0 < lo ? lo : a0;  // a NaN compares false and stays
+        a0 = a0 > hi ? hi : a0;
+        a1 = a1 < lo ? lo : a1;
+        a1 = a1 > hi ? hi : a1;
+      }
+      store(o + c, a0);
+      store(o + c + Lanes, a1);
+    }
+  }
+  for (; c < O; ++c) {
+    const int64_t ic = c / mult;
+    float acc = ep.bias ? ep.bias[c] : 0.f;
+    for (int64_t t = 0; t < taps; ++t) acc += xs[t][ic] * ws[t][c];
+    o[c] = clamp ? std::min(std::max(acc, lo), hi) : acc;
+  }
+}
+
+/// Output rows [r0, r1) (row = n * OH + oh) of a depthwise convolution, pixel by pixel.
+template <int Lanes>
+[[gnu::always_inline]] inline void depthwise_body(const Geometry& g, int64_t mult, const float* in,
+                                                  const float* filter, const gemm::Epilogue& ep, float* out,
+                                                  int64_t r0, int64_t r1) {
+  for (int64_t row = r0; row < r1; ++row)
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      depthwise_pixel<Lanes>(g, mult, in, filter, ep, out + (row * g.OW + ow) * g.O, row / g.OH, row % g.OH, ow, 0);
+}
+
+/// Note [depthwise interior]: a KH x KW depthwise window with one output per channel and no dilation, on the output
+/// pixels of a row whose whole window lies inside the input: per register of channels the taps' weights and the
+/// bias are loaded once and stay in registers while the loop walks those pixels, so a pixel costs one load and one
+/// FMA per tap (the pixel loop loads a weight per tap per pixel, which made it bound by loads). The row's border
+/// pixels, and the channels past the last whole register, take depthwise_pixel.
+template <int Lanes, int KH, int KW>
+[[gnu::always_inline]] inline void depthwise_window_body(const Geometry& g, const float* in, const float* filter,
+                                                         const gemm::Epilogue& ep, float* out, int64_t r0,
+                                                         int64_t r1) {
+  using V = vec::Vec<Lanes>;
+  const int64_t O = g.O, C = g.C, vec_end = O / Lanes * Lanes;
+  // Output columns whose window is inside the input: iw0 = ow * sw - pl >= 0 and iw0 + KW - 1 < W.
+  const int64_t ow_lo = std::min(g.OW, (g.pl + g.sw - 1) / g.sw);
+  const int64_t ow_hi = g.W - KW + g.pl < 0 ? 0 : std::min(g.OW, (g.W - KW + g.pl) / g.sw + 1);
+  const bool clamp = ep.clamps();
+  const float lo = ep.lo, hi = ep.hi;
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t oh = row % g.OH, n = row / g.OH, ih0 = oh * g.sh - g.pt;
+    float* orow = out + row * g.OW * O;
+    const bool inside_rows = ih0 >= 0 && ih0 + KH <= g.H;
+    if (!inside_rows || ow_lo >= ow_hi) {
+      for (int64_t ow = 0; ow < g.OW; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+      continue;
+    }
+    for (int64_t ow = 0; ow < ow_lo; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+    const float* base = in + (n * g.H + ih0) * g.W * C;
+    for (int64_t c = 0; c < vec_end; c += Lanes) {
+      V w[KH * KW], bias{};
+#pragma GCC unroll 25
+      for (int t = 0; t < KH * KW; ++t) vec::load(w[t], filter + t * O + c);
+      if (ep.bias) vec::load(bias, ep.bias + c);
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
+        const float* x = base + (ow * g.sw - g.pl) * C + c;
+        V a = bias, v;
+#pragma GCC unroll 5
+        for (int kh = 0; kh < KH; ++kh)
+#pragma GCC unroll 5
+          for (int kw = 0; kw < KW; ++kw) {
+            vec::load(v, x + (kh * g.W + kw) * C);
+            a += v * w[kh * KW + kw];
+          }
+        if (clamp) {
+          a = a < lo ? lo : a;  // a NaN compares false and stays
+          a = a > hi ? hi : a;
+        }
+        vec::store(orow + ow * O + c, a);
       }
     }
+    if (vec_end < O)
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow)
+        depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, vec_end);
+    for (int64_t ow = ow_hi; ow < g.OW; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
   }
 }
 
 using DepthwiseFn = void (*)(const Geometry&, int64_t, const float*, const float*, const gemm::Epilogue&, float*,
                              int64_t, int64_t);
 
+/// Whether the window body takes this convolution (Note [depthwise interior]): KHxKW of 3x3 or 5x5.
+inline bool window_body_fits(const Geometry& g, int64_t mult, int64_t k) {
+  return mult == 1 && g.dh == 1 && g.dw == 1 && g.KH == k && g.KW == k;
+}
+
 #ifdef ETRT_ISA_X86
 [[ETRT_TARGET_AVX512]] inline void depthwise_avx512(const Geometry& g, int64_t m, const float* in, const float* f,
                                                         const gemm::Epilogue& ep, float* out, int64_t r0, int64_t r1) {
+  if (window_body_fits(g, m, 3)) return depthwise_window_body<16, 3, 3>(g, in, f, ep, out, r0, r1);
+  if (window_body_fits(g, m, 5)) return depthwise_window_body<16, 5, 5>(g, in, f, ep, out, r0, r1);
   depthwise_body<16>(g, m, in, f, ep, out, r0, r1);
 }
 [[ETRT_TARGET_AVX2]] inline void depthwise_avx2(const Geometry& g, int64_t m, const float* in, const float* f,
                                                        const gemm::Epilogue& ep, float* out, int64_t r0, int64_t r1) {
+  // Sixteen registers: the 3x3 window's nine weights fit beside the accumulator, a 5x5 one's 25 would not.
+  if (window_body_fits(g, m, 3)) return depthwise_window_body<8, 3, 3>(g, in, f, ep, out, r0, r1);
   depthwise_body<8>(g, m, in, f, ep, out, r0, r1);
 }
 #endif
