@@ -422,6 +422,55 @@ TEST_CASE("XNNPACK dynamic quantization: the vector row range is the std::min / 
   }
 }
 
+TEST_CASE("XNNPACK qd8: rows packed from unrounded floats equal rows packed from their grid points",
+          "[xnnpack][quantized]") {
+  // Note [qd8 inputs left unrounded]: the executor skips the rounding pass of a value only integer kernels read.
+  const int64_t k = 96, m = 5;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> real(-4.f, 4.f);
+  std::vector<float> raw(static_cast<size_t>(m * k));
+  for (float& v : raw) v = real(rng);
+  const float inf = std::numeric_limits<float>::infinity();
+  raw[3] = std::nanf("");  // row 0: a NaN
+  raw[k + 7] = inf;        // row 1: both infinities (its range is not finite)
+  raw[k + 8] = -inf;
+  raw[2 * k + 1] = 1e30f;  // row 2: one huge value, the rest rounds to the zero point
+  for (int64_t c = 0; c < k; ++c) raw[static_cast<size_t>(3 * k + c)] = 0.5f;  // row 3: constant
+  std::vector<float> grid = raw;
+  std::vector<quant::DynamicParams> p_raw(m), p_grid(m);
+  quant::fake_quantize_dynamic(raw.data(), m * k, k, p_raw.data(), /*round_values=*/false);
+  quant::fake_quantize_dynamic(grid.data(), m * k, k, p_grid.data());
+  for (int64_t i = 0; i < m; ++i) {
+    CHECK(p_raw[i].inv_scale == p_grid[i].inv_scale);
+    CHECK(p_raw[i].zero_point == p_grid[i].zero_point);
+  }
+  CHECK(std::isnan(raw[3]));
+  CHECK(raw[5] != grid[5]);  // left as it was
+  const std::vector<int64_t> dims{40, k};
+  std::vector<uint8_t> weight(static_cast<size_t>(40 * k), 0x5a);
+  Quant q;
+  q.kind = QuantKind::PerChannelGroup;
+  q.group_size = 32;
+  q.scales.assign(40 * 3, 0.02f);
+  Quant q8;
+  q8.kind = QuantKind::PerChannel;
+  q8.scales.assign(40, 0.02f);
+  const quant::Qd8Plan plans[] = {quant::qd8_plan(Datatype::QBInt4, q, dims, weight.data()),
+                                  quant::qd8_plan(Datatype::QCInt8, q8, dims, weight.data())};
+  for (const quant::Qd8Plan& plan : plans) {
+    for (int level : {-1, 2, 0}) {  // the VNNI layout, the AVX2 one, the portable one
+      kernels::isa::force_level = level;
+      const size_t bytes = static_cast<size_t>(quant::qd8_rows_bytes(m, k));
+      std::vector<uint8_t> a(bytes, 0), b(bytes, 0);
+      quant::pack_qd8_rows(plan, raw.data(), m, k, p_raw.data(), quant::qd8_rows_in(a.data(), m, k));
+      quant::pack_qd8_rows(plan, grid.data(), m, k, p_grid.data(), quant::qd8_rows_in(b.data(), m, k));
+      INFO("weight kind " << static_cast<int>(plan.weight) << ", ISA level " << level);
+      CHECK(a == b);
+    }
+    kernels::isa::force_level = -1;
+  }
+}
+
 TEST_CASE("XNNPACK qd8: weight layouts the integer kernels do not read take the float path", "[xnnpack][quantized]") {
   const std::vector<uint8_t> data(8 * 64, 0x88);
   const auto plan = [&](Datatype d, const Quant& q, std::vector<int64_t> dims) {

@@ -154,6 +154,7 @@ class Executor {
       e->fused_[next.index] = true;
     }
     e->release_packed_only_copies(g);
+    e->unrounded_ = qd8_only_inputs(g, e->kinds_, e->prepared_, e->stays_quantized_);
     e->row_params_.resize(g.values.size());
     for (size_t id = 0; id < g.values.size(); ++id) {
       const Value& v = g.values[id];
@@ -344,6 +345,36 @@ class Executor {
   /// The quantized weights that only fully-connected nodes read, as their (untransposed, 2-D) filter: these stay
   /// quantized in memory and are dequantized a block of rows at a time (run::quantized_linear), so a 4-bit LLM's weights
   /// take their file size, not eight times it.
+  /// Note [qd8 inputs left unrounded]: a dynamically quantized value whose every reader is a fully-connected node
+  /// on the integer path (its input 0, a qd8 plan, a weight kept quantized) is not rounded onto its grid: those
+  /// kernels turn each float into its byte with the row's parameters (round(x / scale) + zero point, clamped), which
+  /// gives the same byte for x as for x rounded onto the grid, NaN and infinities included (qd8_gemm.h,
+  /// pack_qd8_rows). Only the parameters are computed, when the row count fits the planned one: otherwise the readers
+  /// take the float path and the value is rounded as any other.
+  static std::vector<bool> qd8_only_inputs(const Graph& g, std::span<const NodeKind* const> kinds,
+                                           std::span<const PreparedNode> prepared, const std::vector<bool>& kept) {
+    std::vector<bool> only(g.values.size(), false), seen(g.values.size(), false);
+    std::vector<bool> other(g.values.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const uint32_t id = n.inputs[k];
+        if (id == kNoValue || id >= g.values.size()) continue;
+        seen[id] = true;
+        const bool integer_fc = k == 0 && kinds[i]->run == &run::fully_connected && !prepared[i].packed_path &&
+                                prepared[i].qd8.weight != quant::Qd8Weight::None && n.inputs.size() > 1 &&
+                                n.inputs[1] < kept.size() && kept[n.inputs[1]];
+        if (!integer_fc) other[id] = true;
+      }
+    }
+    for (size_t id = 0; id < g.values.size(); ++id) {
+      const Value& v = g.values[id];
+      only[id] = v.present && v.quant.kind == QuantKind::DynamicPerToken && !(v.flags & kExternal) && seen[id] &&
+                 !other[id];
+    }
+    return only;
+  }
+
   static std::vector<bool> weights_read_in_blocks(const Graph& g, std::span<const NodeKind* const> kinds) {
     std::vector<bool> keep(g.values.size(), false);
     for (size_t id = 0; id < g.values.size(); ++id) {
@@ -407,7 +438,8 @@ class Executor {
         std::vector<quant::DynamicParams>& params = row_params_[n.output];
         // Planned at load for the largest shape; a row length other than the planned one records nothing.
         const bool fits = row > 0 && static_cast<size_t>(shape.numel() / row) <= params.size();
-        quant::fake_quantize_dynamic(x, shape.numel(), row, fits ? params.data() : nullptr);
+        quant::fake_quantize_dynamic(x, shape.numel(), row, fits ? params.data() : nullptr,
+                                     !(fits && unrounded_[n.output]));
         break;
       }
       default:
@@ -433,6 +465,7 @@ class Executor {
   std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks
+  std::vector<bool> unrounded_;                      // qd8_only_inputs
   std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
   std::vector<bool> fused_;                          // by node position: run by the node writing its input
   std::vector<std::vector<quant::DynamicParams>> row_params_;  // by value id: NodeRun::row_params

@@ -141,14 +141,18 @@ template <int Lanes>
 }  // namespace detail
 
 /// Dynamic per-token quantization of `x` (rows of `row` elements), in place; each row's parameters go to
-/// `params[row]` when `params` is given (the integer kernels read them: qd8_gemm.h).
-inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParams* params = nullptr) {
+/// `params[row]` when `params` is given (the integer kernels read them: qd8_gemm.h). With `round_values` false only
+/// the parameters are computed: for a value only the integer kernels read, which derive the same bytes from the
+/// unrounded floats (Note [qd8 inputs left unrounded]).
+inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParams* params = nullptr,
+                                  bool round_values = true) {
   if (row <= 0) return;
   for (int64_t at = 0; at + row <= n; at += row) {
     float lo, hi;
     kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE { detail::row_range<8>(x + at, row, lo, hi); });
     const DynamicParams p = dynamic_params(lo, hi);
     if (params) params[at / row] = p;
+    if (!round_values) continue;
     const float scale = 1.f / p.inv_scale;
     const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
     kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
