@@ -315,13 +315,22 @@ inline float softmax_row(float* s, int64_t lim, int64_t nk, float scale, const f
   return 1.0f / sum;
 }
 
+/// The per-thread buffers of run(): kept between calls (they only grow), so a decode step allocates nothing.
+struct Buffers {
+  std::vector<float> kbuf, vbuf, qbuf, qgroup, scores, acc, inv_sum;
+};
+inline Buffers& thread_buffers() {
+  thread_local Buffers b;
+  return b;
+}
+
 /// Runs the attention of `p` (arguments already validated).
 inline void run(const Problem& p) {
   const int64_t rep = p.H / p.Hkv, blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = p.B * p.Hkv * blocks;
   if (tasks == 0 || p.D == 0) return;
   auto work = [&](int64_t t0, int64_t t1) {
-    std::vector<float> kbuf, vbuf, qbuf, qgroup, scores, acc, inv_sum;
+    auto& [kbuf, vbuf, qbuf, qgroup, scores, acc, inv_sum] = thread_buffers();
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t blk = t % blocks, g = (t / blocks) % p.Hkv, b = t / (blocks * p.Hkv);
       const int64_t m0 = blk * kQueryBlock, rows = std::min(kQueryBlock, p.S - m0);
