@@ -10,6 +10,7 @@
 #include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
 
 namespace etrt::xnnpack::fast {
@@ -147,24 +148,13 @@ inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, c
   return true;
 }
 
-/// y = 1 / (1 + e^-x) with the lane-wise exp (kernels/util/vec.h, within 2 ulp of libm's expf): large negative x
-/// gives 0, NaN stays NaN.
-/// Bound by arithmetic (the exp), so AVX-512 where there is one, and split across threads when long.
+/// y = 1 / (1 + e^-x) (kernels/util/sigmoid.h: the lane-wise exp, within 2 ulp of libm's expf): large negative x
+/// gives 0, NaN stays NaN. Bound by arithmetic, so split across threads when long.
 template <class Out = AsIs>
 inline void sigmoid(const float* x, float* y, int64_t n, Out out = {}) {
   kernels::parallel_elements(n, 16, [&](int64_t i0, int64_t i1) {
-    kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
-      constexpr int L = 16;
-      using V = kernels::vec::Vec<L>;
-      int64_t i = i0;
-      for (; i + L <= i1; i += L) {
-        V v, e;
-        kernels::vec::load(v, x + i);
-        kernels::vec::exp<L>(e, -v);
-        kernels::vec::store(y + i, out(1.0f / (1.0f + e)));
-      }
-      for (; i < i1; ++i) y[i] = out(1.0f / (1.0f + kernels::exp_fast(-x[i])));
-    });
+    int64_t i = i0 + kernels::sigmoid_blocks(x + i0, y + i0, i1 - i0, out);
+    for (; i < i1; ++i) y[i] = out(1.0f / (1.0f + kernels::exp_fast(-x[i])));
   });
 }
 

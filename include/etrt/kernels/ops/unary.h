@@ -9,7 +9,7 @@
 
 #include "etrt/kernels/util/functors.h"  // functions the CUDA delegate also computes: one definition for both
 #include "etrt/kernels/util/pointwise_util.h"
-#include "etrt/kernels/util/vec.h"
+#include "etrt/kernels/util/sigmoid.h"
 
 namespace etrt::kernels {
 
@@ -48,9 +48,10 @@ ETRT_UNARY_FLOAT_OP(atanh, std::atanh(x))
 ETRT_UNARY_FLOAT_OP(erf, std::erf(x))
 #undef ETRT_UNARY_FLOAT_OP
 
-/// sigmoid: a dense float tensor into a float output of the same layout takes the vector exp (vec::exp, within 2 ulp
-/// of libm's, as torch's own vectorized sigmoid is within an ulp or two of the scalar one): a libm call per element
-/// made this the slowest small node of an LLM's feed-forward gate. Other dtypes and layouts take the scalar form.
+/// sigmoid: a dense float tensor into a float output of the same layout takes the vector loop (util/sigmoid.h: the
+/// vector exp, within 2 ulp of libm's, as torch's own vectorized sigmoid is within an ulp or two of the scalar one):
+/// a libm call per element made this the slowest small node of an LLM's feed-forward gate. Other dtypes and layouts
+/// take the scalar form.
 template <class Dtypes>
 Status sigmoid_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
   if (self.dtype() == ScalarType::Float && out.dtype() == ScalarType::Float) {
@@ -59,17 +60,8 @@ Status sigmoid_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
       const float* x = self.data_as<float>();
       float* y = out.data_as<float>();
       const int64_t n = out.numel();
-      isa::dispatch([&]() ETRT_ISA_INLINE {
-        using V = vec::Vec<16>;
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-          V v, e;
-          vec::load(v, x + i);
-          vec::exp<16>(e, -v);
-          vec::store(y + i, 1.0f / (1.0f + e));
-        }
-        for (; i < n; ++i) y[i] = fn::sigmoid(x[i]);
-      });
+      int64_t i = sigmoid_blocks(x, y, n, [](const auto& v) ETRT_ISA_INLINE { return v; });
+      for (; i < n; ++i) y[i] = fn::sigmoid(x[i]);
       return {};
     }
   }

@@ -1,0 +1,33 @@
+// The logistic function over float arrays at the machine's width, shared by the portable sigmoid and the XNNPACK
+// delegate's Sigmoid node (which rounds the result onto a quantized grid through `out`).
+//
+// y = 1 / (1 + e^-x) with the lane-wise exp (vec::exp, within 2 ulp of libm's expf): +inf (x below about -88) gives
+// 0 and NaN stays NaN. The division stays: a reciprocal estimate with a Newton step measured slower on
+// efficientnet_b0's activations, which this loop reads from L2.
+#pragma once
+
+#include <cstdint>
+
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/vec.h"
+
+namespace etrt::kernels {
+
+/// y[i] = out(sigmoid(x[i])) for the whole 16-lane blocks of [0, n); returns how many it did (the caller finishes
+/// the tail with its scalar form). `out` maps a Vec<16> (the identity, or a rounding onto a grid).
+template <class Out>
+inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& out) {
+  return isa::dispatch([&]() ETRT_ISA_INLINE {
+    using V = vec::Vec<16>;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      V v, e;
+      vec::load(v, x + i);
+      vec::exp<16>(e, -v);
+      vec::store(y + i, out(1.0f / (1.0f + e)));
+    }
+    return i;
+  });
+}
+
+}  // namespace etrt::kernels
