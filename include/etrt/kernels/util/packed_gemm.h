@@ -221,10 +221,13 @@ inline void packed_gemm(int64_t m, const PackedB& B, const Epilogue& ep, float* 
     detail::packed_block(0, m, 0, panels, B, ep, c, ldc, pack_a);
   } else if (m >= 2 * kPackedMc || (m >= 2 * B.micro_rows() && panels < 2 * thread_count().load())) {
     parallel_for(m, m >= 2 * kPackedMc ? kPackedMc : B.micro_rows(), [&](int64_t i0, int64_t i1) { detail::packed_block(i0, i1, 0, panels, B, ep, c, ldc, pack_a); });
-  } else {
-    // Many chunks, claimed one at a time: a matrix-vector product's worker often wakes late (parallel_chunks).
+  } else if (m <= B.micro_rows()) {
+    // A matrix-vector product (one block of rows, packed at most once per chunk): many chunks, claimed one at a
+    // time, since its worker often wakes late (parallel_chunks).
     parallel_chunks(panels, std::max<int64_t>(1, panels / (8 * thread_count().load())),
                     [&](int64_t p0, int64_t p1) { detail::packed_block(0, m, p0, p1, B, ep, c, ldc, pack_a); });
+  } else {  // each chunk packs all m rows of A: one chunk per thread
+    parallel_for(panels, 1, [&](int64_t p0, int64_t p1) { detail::packed_block(0, m, p0, p1, B, ep, c, ldc, pack_a); });
   }
 }
 
