@@ -270,7 +270,8 @@ def fma_peak_gflops(pl):
     except OSError:
         pass
     isa = pl._cpu_isa() if hasattr(pl, "_cpu_isa") else "avx2"
-    per_cycle = 64 if isa.startswith("avx512") else 32 if isa.startswith("avx2") else 8
+    # amx and avx512vnni are AVX-512 levels too: their f32 FMAs are 512-bit.
+    per_cycle = 64 if isa.startswith("avx512") or isa == "amx" else 32 if isa.startswith("avx2") else 8
     return per_cycle * mhz / 1e3, isa, mhz
 
 
