@@ -49,6 +49,11 @@ struct Tile {
   T lo, hi;
 };
 
+/// The most rows a micro tile has at any level (AVX-512: 8 rows of two registers), which sizes the edge-tile buffers
+/// of the blocked and packed GEMMs: a taller tile must raise it (a 12-row AVX-512 tile overran those buffers when
+/// they were sized by a literal 8, and measured no faster once they were not).
+inline constexpr int kMaxMr = 8;
+
 /// An MR x NR tile of A * B over kc, A read at a[p * a_ps + i * a_is] (packed panels: MR, 1; rows of a row-major
 /// matrix read in place: 1, lda), B one packed panel; the epilogue runs on the accumulators in registers.
 /// The A strides are run-time values on purpose: with constant ones GCC hoists all MR broadcasts of a step ahead
@@ -57,6 +62,7 @@ struct Tile {
 template <class T, int MR, int NR, bool Fma>
 [[gnu::always_inline]] inline void micro_tile(int64_t kc, const T* __restrict a, int64_t a_ps, int64_t a_is,
                                               const T* __restrict b, const Tile<T>& t) {
+  static_assert(MR <= kMaxMr && MR * NR <= kMaxMr * 32, "the edge-tile buffers hold kMaxMr x 32 values");
   T acc[MR * NR] = {};
   for (int64_t p = 0; p < kc; ++p) {
     T bv[NR];  // one row of the B panel, reused by every row of the tile
@@ -218,7 +224,7 @@ inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRe
   const int64_t kc_max = std::min(KC, k);
   T* bpack = scratch.get_b(static_cast<size_t>(kc_max * nc_max));
   T* apack = scratch.get_a(static_cast<size_t>(kc_max * mc_max));
-  alignas(64) T tile[8 * 32];
+  alignas(64) T tile[kMaxMr * 32];
   const Tile<T> to_tile{tile, mk.nr, nullptr, false, false, T(0), T(0)};
   // C was scaled by beta already: a whole tile adds A * B into C from registers; edges and alpha != 1 go through
   // the tile buffer.

@@ -158,7 +158,7 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
   const int mr = mk.mr, nr = mk.nr;
   thread_local Scratch<float> scratch;
   float* apack = scratch.get_a(static_cast<size_t>(kPackedMc * kPackedKc));
-  alignas(64) float tile[8 * 32];
+  alignas(64) float tile[kMaxMr * 32];
   for (int64_t pc = 0; pc < B.k; pc += kPackedKc) {
     const int64_t kc = std::min(kPackedKc, B.k - pc);
     const bool first = pc == 0, last = pc + kc >= B.k;
