@@ -342,9 +342,6 @@ class Executor {
   static constexpr uint32_t kExternal = kValueExternalInput | kValueExternalOutput;
   Executor() = default;
 
-  /// The quantized weights that only fully-connected nodes read, as their (untransposed, 2-D) filter: these stay
-  /// quantized in memory and are dequantized a block of rows at a time (run::quantized_linear), so a 4-bit LLM's weights
-  /// take their file size, not eight times it.
   /// Note [qd8 inputs left unrounded]: a dynamically quantized value whose every reader is a fully-connected node
   /// on the integer path (its input 0, a qd8 plan, a weight kept quantized) is not rounded onto its grid: those
   /// kernels turn each float into its byte with the row's parameters (round(x / scale) + zero point, clamped), which
@@ -375,6 +372,9 @@ class Executor {
     return only;
   }
 
+  /// The quantized weights that only fully-connected nodes read, as their (untransposed, 2-D) filter: these stay
+  /// quantized in memory and are dequantized a block of rows at a time (run::quantized_linear), so a 4-bit LLM's weights
+  /// take their file size, not eight times it.
   static std::vector<bool> weights_read_in_blocks(const Graph& g, std::span<const NodeKind* const> kinds) {
     std::vector<bool> keep(g.values.size(), false);
     for (size_t id = 0; id < g.values.size(); ++id) {

@@ -154,8 +154,9 @@ inline int64_t qd8_position(int64_t c, int64_t k) {
   return chunk + (in % 2) * 32 + (in / 32) * 16 + (in % 32) / 2;
 }
 
-/// Packs m rows of `x` (each already on the grid `params[i]` set when the activation was quantized: Note [xnnpack
-/// quantized values]) in the layout the kernel this call runs for `plan` reads.
+/// Packs m rows of `x` (each on the grid `params[i]` set when the activation was quantized, Note [xnnpack quantized
+/// values], or not rounded onto it yet, which gives the same bytes: Note [qd8 inputs left unrounded]) in the layout
+/// the kernel this call runs for `plan` reads.
 inline void pack_qd8_rows(const Qd8Plan& plan, const float* x, int64_t m, int64_t k, const DynamicParams* params,
                           Qd8Rows out) {
   const bool vnni = int4_vnni_runs(plan);

@@ -47,8 +47,8 @@ inline std::atomic<int>& thread_count() {
 /// step runs a few hundred microseconds of small serial nodes between its large products; and a worker woken from
 /// its sleep by the futex joins a region tens of microseconds late, when most of it is done), then sleeps on a
 /// condition variable; the caller polls for the claimed chunks to finish for about kSpin iterations before it
-/// sleeps. A region that finds the pool busy (a region inside a
-/// region) or finds itself in a forked child (whose copy of the pool has no threads) runs on the caller instead.
+/// sleeps. A region that finds the pool busy (a region inside a region) or finds itself in a forked child (whose
+/// copy of the pool has no threads) runs on the caller instead.
 ///
 /// Note [chunks, not workers]: the caller waits for the region's chunks, never for the workers. On a loaded machine
 /// a worker may not be scheduled for milliseconds; the caller then runs every chunk itself and returns at once,
