@@ -19,7 +19,8 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
   const Case cases[] = {{1, 112, 112, 64, 3, 2, 1, 1, 1, 1, 1},  // resnet's stem pool
                         {2, 7, 9, 13, 2, 2, 1, 0, 0, 0, 0},
                         {1, 8, 8, 19, 3, 1, 2, 0, 1, 2, 1},     // dilated, asymmetric
-                        {1, 3, 3, 5, 2, 1, 1, 2, 2, 2, 2}};     // windows entirely in the padding
+                        {1, 3, 3, 5, 2, 1, 1, 2, 2, 2, 2},      // windows entirely in the padding
+                        {1, 11, 10, 9, 9, 1, 1, 0, 0, 0, 0}};   // 81 taps: more than the tap list holds
   for (const Case& t : cases) {
     nhwc::Geometry g;
     g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;

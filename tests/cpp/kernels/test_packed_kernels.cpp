@@ -78,10 +78,10 @@ nhwc::Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t o, i
 
 }  // namespace
 
-TEST_CASE("packed gemm: rows, K blocks, panel edges, bias and clamp match a double reference", "[packed][gemm]") {
+TEST_CASE("packed gemm: rows, K blocks, panel edges, half panels, bias and clamp match a double reference", "[packed][gemm]") {
   each_level([] {
     for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {1, 100, 300}, {5, 33, 7}, {13, 64, 600}, {150, 40, 50},
-                           {300, 70, 33}}) {
+                           {300, 70, 33}, {20, 16, 9}, {17, 48, 20}, {9, 8, 5}}) {
       const auto a = random_floats(static_cast<size_t>(m * k), 1), w = random_floats(static_cast<size_t>(n * k), 2);
       const auto bias = random_floats(static_cast<size_t>(n), 3);
       for (bool transposed : {false, true}) {
@@ -139,6 +139,8 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
       {geometry(1, 10, 10, 6, 9, 3, 1, 2, {2, 2, 2, 2}), 3},   // grouped, dilated
       {geometry(3, 5, 6, 40, 17, 1, 1, 1, {0, 0, 0, 0}), 1},   // pointwise: the input is A
       {geometry(1, 8, 8, 70, 33, 2, 2, 1, {0, 0, 0, 0}), 1},   // K = 280 spans two K blocks
+      {geometry(3, 3, 4, 5, 7, 3, 1, 1, {3, 3, 2, 3}), 1},     // windows wholly or partly in the padding
+      {geometry(2, 1, 9, 8, 12, 3, 3, 1, {1, 2, 1, 1}), 1},    // one input row, stride wider than the window
   };
   each_level([&] {
     for (const Case& t : cases) {

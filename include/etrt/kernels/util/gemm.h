@@ -55,11 +55,12 @@ struct Tile {
 inline constexpr int kMaxMr = 8;
 
 /// An MR x NR tile of A * B over kc, A read at a[p * a_ps + i * a_is] (packed panels: MR, 1; rows of a row-major
-/// matrix read in place: 1, lda), B one packed panel; the epilogue runs on the accumulators in registers.
+/// matrix read in place: 1, lda), B one packed panel whose rows are BS apart (BS > NR: the left NR columns of a
+/// wider panel); the epilogue runs on the accumulators in registers.
 /// The A strides are run-time values on purpose: with constant ones GCC hoists all MR broadcasts of a step ahead
 /// of the multiplies and runs out of vector registers (an AVX2 6 x 16 tile then spilled 4 of its 12 accumulators
 /// to the stack on every step and ran at a third of the speed).
-template <class T, int MR, int NR, bool Fma>
+template <class T, int MR, int NR, bool Fma, int BS = NR>
 [[gnu::always_inline]] inline void micro_tile(int64_t kc, const T* __restrict a, int64_t a_ps, int64_t a_is,
                                               const T* __restrict b, const Tile<T>& t) {
   static_assert(MR <= kMaxMr && MR * NR <= kMaxMr * 32, "the edge-tile buffers hold kMaxMr x 32 values");
@@ -67,7 +68,7 @@ template <class T, int MR, int NR, bool Fma>
   for (int64_t p = 0; p < kc; ++p) {
     T bv[NR];  // one row of the B panel, reused by every row of the tile
 #pragma GCC unroll 64
-    for (int j = 0; j < NR; ++j) bv[j] = b[p * NR + j];
+    for (int j = 0; j < NR; ++j) bv[j] = b[p * BS + j];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const T av = a[p * a_ps + i * a_is];
@@ -104,28 +105,33 @@ template <class T, int MR, int NR, bool Fma>
 
 #ifdef ETRT_ISA_X86
 // One wrapper per instruction set: the target attribute is what lets micro_tile's loops use that set's registers.
-template <class T, int MR, int NR>
+template <class T, int MR, int NR, int BS = NR>
 [[ETRT_TARGET_AVX512]] inline void micro_avx512(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b,
                                                 const Tile<T>& t) {
-  micro_tile<T, MR, NR, true>(kc, a, ps, is, b, t);
+  micro_tile<T, MR, NR, true, BS>(kc, a, ps, is, b, t);
 }
-template <class T, int MR, int NR>
+template <class T, int MR, int NR, int BS = NR>
 [[ETRT_TARGET_AVX2]] inline void micro_avx2(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b,
                                             const Tile<T>& t) {
-  micro_tile<T, MR, NR, true>(kc, a, ps, is, b, t);
+  micro_tile<T, MR, NR, true, BS>(kc, a, ps, is, b, t);
 }
 #endif
-template <class T, int MR, int NR>
+template <class T, int MR, int NR, int BS = NR>
 inline void micro_base(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b, const Tile<T>& t) {
-  micro_tile<T, MR, NR, false>(kc, a, ps, is, b, t);
+  micro_tile<T, MR, NR, false, BS>(kc, a, ps, is, b, t);
 }
 
 template <class T>
 struct Micro {
-  void (*full)(int64_t, const T*, int64_t, int64_t, const T*, const Tile<T>&);  // MR x NR
-  void (*row)(int64_t, const T*, int64_t, int64_t, const T*, const Tile<T>&);   // 1 x NR
+  using Fn = void (*)(int64_t, const T*, int64_t, int64_t, const T*, const Tile<T>&);
+  Fn full;  // MR x NR
+  Fn row;   // 1 x NR
   int mr;
   int nr;
+  // The left NR / 2 columns of a panel: the packed GEMM's last panel when it holds no more (a layer of 16 output
+  // channels, or 40 = 32 + 8, would otherwise spend half or more of its multiplies on padding).
+  Fn half_full;  // MR x NR / 2
+  Fn half_row;   // 1 x NR / 2
 };
 
 /// The tile of a level (isa::level): MR rows x NR columns of accumulators fill most of its vector registers (NR
@@ -134,12 +140,21 @@ template <class T>
 inline Micro<T> micro_kernels(int level) {
   constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
 #ifdef ETRT_ISA_X86
-  if (level >= isa::kAvx512)
-    return {&micro_avx512<T, 8, 16 << kWide>, &micro_avx512<T, 1, 16 << kWide>, 8, 16 << kWide};
-  if (level == 1) return {&micro_avx2<T, 6, 8 << kWide>, &micro_avx2<T, 1, 8 << kWide>, 6, 8 << kWide};
+  if (level >= isa::kAvx512) {
+    constexpr int nr = 16 << kWide;
+    return {&micro_avx512<T, 8, nr>, &micro_avx512<T, 1, nr>, 8, nr, &micro_avx512<T, 8, nr / 2, nr>,
+            &micro_avx512<T, 1, nr / 2, nr>};
+  }
+  if (level == 1) {
+    constexpr int nr = 8 << kWide;
+    return {&micro_avx2<T, 6, nr>, &micro_avx2<T, 1, nr>, 6, nr, &micro_avx2<T, 6, nr / 2, nr>,
+            &micro_avx2<T, 1, nr / 2, nr>};
+  }
 #endif
   (void)level;
-  return {&micro_base<T, 4, 4 << kWide>, &micro_base<T, 1, 4 << kWide>, 4, 4 << kWide};
+  constexpr int nr = 4 << kWide;
+  return {&micro_base<T, 4, nr>, &micro_base<T, 1, nr>, 4, nr, &micro_base<T, 4, nr / 2, nr>,
+          &micro_base<T, 1, nr / 2, nr>};
 }
 
 /// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).

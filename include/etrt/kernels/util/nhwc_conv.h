@@ -69,14 +69,42 @@ template <class F>
 /// The largest depthwise window the direct loop takes (its tap list lives on the stack); the caller checks it.
 inline constexpr int64_t kMaxDepthwiseTaps = 64;
 
-/// Packs rows of A = the input windows for output pixels (row r = (n * OH + oh) * OW + ow), columns (kh, kw, c) for
-/// input channels [c0, c0 + cg) (a group's channels), each row kc contiguous floats (gemm's kRowMajor packers): a
-/// tap is one copy of its channels.
+namespace detail {
+
+/// dst[0, n) = src[0, n) for the short runs a window gather copies (a 3-channel stem's kernel row is 9 floats): fixed-
+/// size, overlapping copies that compile to a few vector moves, where a library call per run cost more than the
+/// copy (std::copy of a trivial type is one).
+template <class T>
+[[gnu::always_inline]] inline void copy_run(const T* src, T* dst, int64_t n) {
+  const auto* s = reinterpret_cast<const unsigned char*>(src);
+  auto* d = reinterpret_cast<unsigned char*>(dst);
+  size_t b = static_cast<size_t>(n) * sizeof(T);
+  if (b > 256) {
+    std::memcpy(d, s, b);
+    return;
+  }
+  for (; b > 32; b -= 32, s += 32, d += 32) std::memcpy(d, s, 32);
+  // 0 < b <= 32 bytes left: two copies of a power-of-two size that overlap in the middle.
+  if (b >= 16) {
+    std::memcpy(d, s, 16);
+    std::memcpy(d + b - 16, s + b - 16, 16);
+  } else if (b >= 8) {
+    std::memcpy(d, s, 8);
+    std::memcpy(d + b - 8, s + b - 8, 8);
+  } else if (b >= 4) {
+    std::memcpy(d, s, 4);
+    std::memcpy(d + b - 4, s + b - 4, 4);
+  } else {
+    for (size_t i = 0; i < b; ++i) d[i] = s[i];
+  }
+}
+
+}  // namespace detail
+
 /// Columns [pc, pc + kc) of the window row of output pixel `row` (= (n * OH + oh) * OW + ow), columns (kh, kw, c)
 /// for input channels [c0, c0 + cg), into dst; a padding tap is `pad`. Where the taps of one kernel row are
 /// neighbouring pixels holding only this group's channels (no groups, no dilation), they are one run: a 3x3
-/// window is three copies, a 3-channel stem's 27 values three rather than nine (short runs are copied by a loop,
-/// a library call each cost more than the copy).
+/// window is three copies, a 3-channel stem's 27 values three rather than nine.
 template <class T>
 inline void gather_window(const Geometry& g, const T* in, int64_t c0, int64_t cg, int64_t row, int64_t pc,
                           int64_t kc, T pad, T* dst) {
@@ -96,17 +124,44 @@ inline void gather_window(const Geometry& g, const T* in, int64_t c0, int64_t cg
       len = (end - kw) * cg - c;
     }
     len = std::min(len, pc + kc - p);
-    if (!inside) {
-      std::fill(out, out + len, pad);
-    } else {
-      const T* src = in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c;
-      if (len * static_cast<int64_t>(sizeof(T)) < 64) std::copy(src, src + len, out);
-      else std::memcpy(out, src, static_cast<size_t>(len) * sizeof(T));
-    }
+    if (!inside) std::fill(out, out + len, pad);
+    else detail::copy_run(in + ((n * g.H + ih) * g.W + iw) * g.C + c0 + c, dst + (p - pc), len);
     p += len;
   }
 }
 
+/// Whole window rows [row, row + rows) (all KH * KW * C columns, row r at dst + r * ld) where every kernel row's
+/// inside taps are one run (no groups, no dilation along W): per kernel row, one copy between the padding fills,
+/// and the output pixel steps along without a division. A convolution with K in one block packs all of A so.
+template <class T>
+inline void gather_whole_windows(const Geometry& g, const T* in, int64_t row, int64_t rows, T pad, T* dst,
+                                 int64_t ld) {
+  int64_t ow = row % g.OW, oh = row / g.OW % g.OH, n = row / g.OW / g.OH;
+  const int64_t C = g.C, run = g.KW * C;
+  for (int64_t r = 0; r < rows; ++r) {
+    T* out = dst + r * ld;
+    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    // The taps [kw0, kw1) of a kernel row lie inside the input's width.
+    const int64_t kw0 = std::clamp<int64_t>(-iw0, 0, g.KW), kw1 = std::clamp<int64_t>(g.W - iw0, kw0, g.KW);
+    for (int64_t kh = 0; kh < g.KH; ++kh, out += run) {
+      const int64_t ih = ih0 + kh * g.dh;
+      if (ih < 0 || ih >= g.H || kw0 == kw1) {
+        std::fill(out, out + run, pad);
+        continue;
+      }
+      std::fill(out, out + kw0 * C, pad);
+      detail::copy_run(in + ((n * g.H + ih) * g.W + iw0 + kw0) * C, out + kw0 * C, (kw1 - kw0) * C);
+      std::fill(out + kw1 * C, out + run, pad);
+    }
+    if (++ow == g.OW) {
+      ow = 0;
+      if (++oh == g.OH) oh = 0, ++n;
+    }
+  }
+}
+
+/// Packs rows of A = the input windows for output pixels (row r = (n * OH + oh) * OW + ow), columns (kh, kw, c) for
+/// input channels [c0, c0 + cg) (a group's channels), each row kc contiguous floats (gemm's kRowMajor packers).
 struct WindowRows {
   const Geometry& g;
   const float* in;
@@ -117,6 +172,7 @@ struct WindowRows {
   const float* direct(int64_t, int64_t, int64_t&) const { return nullptr; }  // windows are always gathered
 
   void operator()(int64_t i, int64_t rows, int64_t pc, int64_t kc, int /*mr*/, float* dst) const {
+    if (pc == 0 && kc == g.KH * g.KW * cg && cg == g.C && g.dw == 1) return gather_whole_windows(g, in, i, rows, 0.f, dst, kc);
     for (int64_t r = 0; r < rows; ++r) gather_window(g, in, c0, cg, i + r, pc, kc, 0.f, dst + r * kc);
   }
 };
@@ -141,6 +197,7 @@ struct ByteWindowRows {
 
   void operator()(int64_t i, int64_t rows, uint8_t* dst, int64_t lda) const {
     const int64_t k = g.KH * g.KW * cg;
+    if (cg == g.C && g.dw == 1) return gather_whole_windows(g, in, i, rows, pad, dst, lda);
     for (int64_t r = 0; r < rows; ++r) gather_window(g, in, c0, cg, i + r, int64_t{0}, k, pad, dst + r * lda);
   }
 };

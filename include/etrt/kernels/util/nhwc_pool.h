@@ -23,16 +23,41 @@ template <class T>
 }
 [[gnu::always_inline]] inline float max_nan(float m, float x) { return x > m || x != x ? x : m; }
 
-/// Output rows [r0, r1) (row = n * OH + oh); O == C.
+/// The most taps a window gathers into its tap list; a larger window reads its taps through the output instead.
+inline constexpr int64_t kMaxPoolTaps = 64;
+
+/// Output rows [r0, r1) (row = n * OH + oh); O == C. The window's in-bounds taps are listed once per output pixel,
+/// then each register of channels takes their maximum in a register and is stored once.
 inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
   isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
     using V = vec::Vec<8>;
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t C = g.C;
+    const bool listed = g.KH * g.KW <= kMaxPoolTaps;
+    const float* taps[kMaxPoolTaps];
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t oh = row % g.OH, n = row / g.OH;
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         float* o = out + (row * g.OW + ow) * C;
+        if (listed) {
+          int64_t nt = 0;
+          for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps[nt++] = x; });
+          int64_t c = 0;
+          for (; c + 8 <= C; c += 8) {
+            V m = V{} + ninf, v;
+            for (int64_t t = 0; t < nt; ++t) {
+              vec::load(v, taps[t] + c);
+              m = max_nan(m, v);
+            }
+            vec::store(o + c, m);
+          }
+          for (; c < C; ++c) {
+            float m = ninf;
+            for (int64_t t = 0; t < nt; ++t) m = max_nan(m, taps[t][c]);
+            o[c] = m;
+          }
+          continue;
+        }
         for (int64_t c = 0; c < C; ++c) o[c] = ninf;
         for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE {
           int64_t c = 0;

@@ -11,7 +11,7 @@
 // rows: a batch-1 linear layer is all row kernel). The epilogue runs on the accumulators before the one store:
 // the bias on the first K block, C itself on later ones, the clamp on the last, so an activation fused by the
 // exporter (ReLU, ReLU6 as output_min/max) costs no extra pass over the output. Only the last, narrower column
-// panel goes through a tile buffer.
+// panel goes through a tile buffer; when it holds at most NR / 2 columns, only those NR / 2 are computed.
 #pragma once
 
 #include <algorithm>
@@ -178,13 +178,15 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
         const TileOut to{c + ic * ldc + j, ldc, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
                          ep.lo, ep.hi};
         const TileOut to_tile{tile, nr, nullptr, false, false, 0.f, 0.f};
+        // A panel with at most half its columns real runs the half-width kernels (Micro::half_full).
+        const bool half = cols <= nr / 2;
         for (int64_t ir = 0; ir < mc; ir += ir < full ? mr : 1) {
           const bool whole = ir < full;
           const float* a = direct ? direct + ir * lda : apack + ir * kc;
           constexpr bool row_major = requires { PackA::kRowMajor; };
           const int64_t a_ps = direct || row_major || !whole ? 1 : mr, a_is = direct ? lda : row_major ? kc : 1;
-          const MicroC fn = whole ? mk.full : mk.row;
-          if (cols == nr) {
+          const MicroC fn = half ? (whole ? mk.half_full : mk.half_row) : (whole ? mk.full : mk.row);
+          if (cols == (half ? nr / 2 : nr)) {
             TileOut t = to;
             t.c += ir * ldc;
             fn(kc, a, a_ps, a_is, bp, t);
