@@ -25,6 +25,10 @@
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
 
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
 namespace etrt::kernels::gemm {
 
 /// A matrix operand: element (i, j) is at data[i * rs + j * cs].
@@ -115,6 +119,89 @@ template <class T, int MR, int NR, int BS = NR>
                                             const Tile<T>& t) {
   micro_tile<T, MR, NR, true, BS>(kc, a, ps, is, b, t);
 }
+
+// Note [float micro-kernels in intrinsics]: the float tiles of the two x86 levels are written in intrinsics, the
+// accumulators an array of registers. From micro_tile's per-element loops GCC vectorized the multiply loop well but
+// took the accumulators apart lane by lane for the bias and clamp (shuffles, scalar adds and max/min), and a layer
+// with K = 16 (mobilenet's expansions) spent four fifths of its time there rather than in the multiplies.
+// The clamp is max(lo, .) then min(hi, .) with the value second: maxps / minps return their second operand when
+// either is NaN, so NaN stays NaN as std::max / std::min leave it.
+#pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <int MR, int NR, int BS = NR>
+[[ETRT_TARGET_AVX512]] inline void micro_f32_avx512(int64_t kc, const float* __restrict a, int64_t a_ps,
+                                                    int64_t a_is, const float* __restrict b, const Tile<float>& t) {
+  static_assert(NR % 16 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
+  constexpr int NV = NR / 16;
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + p * BS + 16 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const __m512 av = _mm512_set1_ps(a[p * a_ps + i * a_is]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+  __m512 bias[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) bias[v] = t.bias ? _mm512_loadu_ps(t.bias + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* crow = t.c + i * t.ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m512 r = _mm512_add_ps(acc[i][v], t.accumulate ? _mm512_loadu_ps(crow + 16 * v) : bias[v]);
+      if (t.clamp) r = _mm512_min_ps(hi, _mm512_max_ps(lo, r));
+      _mm512_storeu_ps(crow + 16 * v, r);
+    }
+  }
+}
+template <int MR, int NR, int BS = NR>
+[[ETRT_TARGET_AVX2]] inline void micro_f32_avx2(int64_t kc, const float* __restrict a, int64_t a_ps, int64_t a_is,
+                                                const float* __restrict b, const Tile<float>& t) {
+  static_assert(NR % 8 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
+  constexpr int NV = NR / 8;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m256 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + p * BS + 8 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const __m256 av = _mm256_set1_ps(a[p * a_ps + i * a_is]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+  const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
+  __m256 bias[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) bias[v] = t.bias ? _mm256_loadu_ps(t.bias + 8 * v) : _mm256_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* crow = t.c + i * t.ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      __m256 r = _mm256_add_ps(acc[i][v], t.accumulate ? _mm256_loadu_ps(crow + 8 * v) : bias[v]);
+      if (t.clamp) r = _mm256_min_ps(hi, _mm256_max_ps(lo, r));
+      _mm256_storeu_ps(crow + 8 * v, r);
+    }
+  }
+}
+#pragma GCC diagnostic pop
 #endif
 template <class T, int MR, int NR, int BS = NR>
 inline void micro_base(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b, const Tile<T>& t) {
@@ -140,6 +227,14 @@ template <class T>
 inline Micro<T> micro_kernels(int level) {
   constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
 #ifdef ETRT_ISA_X86
+  if constexpr (std::is_same_v<T, float>) {  // Note [float micro-kernels in intrinsics]
+    if (level >= isa::kAvx512)
+      return {&micro_f32_avx512<8, 32>, &micro_f32_avx512<1, 32>, 8, 32, &micro_f32_avx512<8, 16, 32>,
+              &micro_f32_avx512<1, 16, 32>};
+    if (level == 1)
+      return {&micro_f32_avx2<6, 16>, &micro_f32_avx2<1, 16>, 6, 16, &micro_f32_avx2<6, 8, 16>,
+              &micro_f32_avx2<1, 8, 16>};
+  }
   if (level >= isa::kAvx512) {
     constexpr int nr = 16 << kWide;
     return {&micro_avx512<T, 8, nr>, &micro_avx512<T, 1, nr>, 8, nr, &micro_avx512<T, 8, nr / 2, nr>,
