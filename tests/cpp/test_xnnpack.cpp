@@ -25,8 +25,8 @@ using etrt::test::lookup;
 
 std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path() / "xnnpack"; }
 
-const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",   "xnn_transformer",
-                                 "xnn_elementwise", "xnn_spatial", "xnn_ceilpool"};
+const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",    "xnn_transformer",
+                                 "xnn_elementwise", "xnn_spatial", "xnn_ceilpool", "xnn_silu"};
 
 }  // namespace
 
@@ -208,6 +208,31 @@ TEST_CASE("XNNPACK: fully-connected and convolution nodes run on filters packed 
     }
     CHECK(packed > 0);
   }
+}
+
+TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing its input where only it reads that",
+          "[xnnpack][packed]") {
+  // xnn_silu: SiLU after a convolution, a depthwise convolution and a linear layer, and once on a value a residual
+  // add reads too. The numbers are checked against eager by the fixture test above.
+  const Fixture f = first_payload("xnn_silu");
+  auto g = parse_payload(f.payload, lookup(*f.program));
+  REQUIRE(g.has_value());
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  int sigmoids = 0, fused_sigmoids = 0, fused_multiplies = 0, other_fused = 0;
+  for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i) {
+    const Node& n = (*e)->graph().nodes[i];
+    const bool sigmoid = n.kind == node_kind_code("XNNSigmoid"), multiply = n.kind == node_kind_code("XNNMultiply");
+    sigmoids += sigmoid;
+    if (!(*e)->runs_in_writer(i)) continue;
+    fused_sigmoids += sigmoid;
+    fused_multiplies += multiply;
+    other_fused += !sigmoid && !multiply;
+  }
+  CHECK(sigmoids == 4);
+  CHECK(fused_sigmoids == 3);
+  CHECK(fused_multiplies == 3);
+  CHECK(other_fused == 0);
 }
 
 TEST_CASE("XNNPACK: packed filters count against the graph's memory cap", "[xnnpack][packed][robustness]") {

@@ -167,6 +167,27 @@ class CeilPool(nn.Module):
         return F.max_pool2d(self.conv(x), 3, stride=2, ceil_mode=True)
 
 
+class Silu(nn.Module):
+    """efficientnet's activation, SiLU, which the exporter lowers to Sigmoid and Multiply: after a convolution, a
+    depthwise convolution and a linear layer (the runtime computes these as the layer writes its output), and once
+    where a residual add reads the activation's input too (run as two nodes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.dw = nn.Conv2d(16, 16, 5, padding=2, groups=16)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 24)
+
+    def forward(self, x):
+        y = F.silu(self.conv(x))
+        y = F.silu(self.dw(y))
+        z = self.pw(y)
+        y = z + F.silu(z)
+        y = F.adaptive_avg_pool2d(y, 1).flatten(1)
+        return F.silu(self.fc(y))
+
+
 def fixtures():
     torch.manual_seed(SEED)
     return {
@@ -178,6 +199,7 @@ def fixtures():
         "xnn_elementwise": (Elementwise(), (torch.randn(2, 6), torch.randn(2, 6)), {"rtol": 1e-5, "atol": 1e-5}),
         "xnn_spatial": (Spatial(), (torch.randn(1, 4, 6, 6),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_ceilpool": (CeilPool(), (torch.randn(1, 3, 12, 12),), {"rtol": 1e-5, "atol": 1e-6}),
+        "xnn_silu": (Silu(), (3 * torch.randn(2, 3, 10, 11),), {"rtol": 1e-4, "atol": 1e-5}),
     }
 
 

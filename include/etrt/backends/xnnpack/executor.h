@@ -53,8 +53,10 @@ class Executor {
       e->kinds_.push_back(kind);
     }
     const std::vector<Fusion> fusable = e->fusable_readers(g);
+    const std::vector<SiluFusion> silus = e->silu_fusions(g);
     std::vector<std::pair<uint32_t, size_t>> written_early;
     for (const Fusion& f : fusable) written_early.emplace_back(g.nodes[f.reader].output, f.writer);
+    for (const SiluFusion& f : silus) written_early.emplace_back(g.nodes[f.multiply].output, f.writer);
     ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -153,6 +155,20 @@ class Executor {
       f.dst = next.output;
       e->fused_[next.index] = true;
     }
+    for (const SiluFusion& s : silus) {  // Note [xnnpack silu]
+      PreparedNode& p = e->prepared_[s.writer];
+      if (!p.packed_path || p.int8.active() || p.finish.any()) continue;
+      const Node& mul = g.nodes[s.multiply];
+      p.finish.silu = true;
+      if (mul.has_min_max) {
+        p.finish.lo = mul.out_min;
+        p.finish.hi = mul.out_max;
+      }
+      p.finish.ptr = &e->ptr_;
+      p.finish.src = g.nodes[s.writer].output;
+      p.finish.dst = mul.output;
+      e->fused_[s.sigmoid] = e->fused_[s.multiply] = true;
+    }
     e->release_packed_only_copies(g);
     e->unrounded_ = qd8_only_inputs(g, e->kinds_, e->prepared_, e->stays_quantized_);
     e->row_params_.resize(g.values.size());
@@ -194,6 +210,49 @@ class Executor {
       if (o.quant.kind == QuantKind::PerTensor && in_grid && in.constant.empty() && !(in.flags & kExternal) &&
           in.numel == o.numel)
         out.push_back({writer[v], n.index});
+    }
+    return out;
+  }
+  /// Note [xnnpack silu]: the exporter lowers SiLU (efficientnet's activation) to Sigmoid(x) and Multiply(x, s).
+  /// Where x is a float intermediate that only those two read, s one that only the Multiply reads, and x's writer
+  /// may take the packed path, that writer computes x * sigmoid(x) into the Multiply's output block by block as it
+  /// finishes them (BlockFinish::silu), with the Multiply's clamp: one pass over data in cache in place of two
+  /// over the whole tensor. The results are those of the two nodes. The Multiply's output then lives from the
+  /// writer on.
+  struct SiluFusion {
+    size_t writer, sigmoid, multiply;
+  };
+  std::vector<SiluFusion> silu_fusions(const Graph& g) const {
+    std::vector<uint32_t> readers(g.values.size(), 0);
+    std::vector<size_t> writer(g.values.size(), SIZE_MAX), reader(g.values.size(), SIZE_MAX);
+    for (const Node& n : g.nodes) {
+      for (uint32_t id : n.inputs)
+        if (id != kNoValue) ++readers[id], reader[id] = n.index;
+      if (n.output != kNoValue) writer[n.output] = n.index;
+    }
+    const auto float_intermediate = [&](uint32_t id) {
+      const Value& v = g.values[id];
+      return v.datatype == Datatype::Fp32 && v.quant.kind == QuantKind::None && v.constant.empty() &&
+             !(v.flags & kExternal);
+    };
+    std::vector<SiluFusion> out;
+    for (const Node& sig : g.nodes) {
+      constexpr float kInf = std::numeric_limits<float>::infinity();
+      if (kinds_[sig.index]->run != &run::sigmoid || sig.inputs.size() != 1 || sig.output == kNoValue ||
+          (sig.has_min_max && (sig.out_min > -kInf || sig.out_max < kInf)))
+        continue;
+      const uint32_t x = sig.inputs[0], s = sig.output;
+      if (x == kNoValue || writer[x] == SIZE_MAX || !kinds_[writer[x]]->prepare || readers[x] != 2 ||
+          readers[s] != 1 || !float_intermediate(x) || !float_intermediate(s))
+        continue;
+      const Node& mul = g.nodes[reader[s]];
+      const bool multiplies = kinds_[mul.index]->run == &run::binary<kernels::mul_out<detail::F>, fast::Mul> &&
+                              mul.inputs.size() == 2 &&
+                              ((mul.inputs[0] == x && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == x));
+      if (!multiplies || mul.output == kNoValue || mul.index < sig.index) continue;
+      const Value& y = g.values[mul.output];
+      if (y.datatype != Datatype::Fp32 || y.quant.kind != QuantKind::None || y.numel != g.values[x].numel) continue;
+      out.push_back({writer[x], sig.index, mul.index});
     }
     return out;
   }

@@ -35,6 +35,8 @@
 #include "etrt/kernels/util/nhwc_conv.h"
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/qgemm.h"
+#include "etrt/kernels/util/sigmoid.h"
+#include "etrt/kernels/util/vec.h"
 
 namespace etrt::xnnpack {
 
@@ -51,9 +53,10 @@ struct BlockFinish {
   bool next = false;   // then run the reading node: clamp to [lo, hi], round onto next_grid, into value `dst`
   Grid next_grid;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  bool silu = false;    // or: the Sigmoid and Multiply of x * sigmoid(x), clamped to [lo, hi], into value `dst`
   const std::vector<float*>* ptr = nullptr;
   uint32_t src = 0, dst = 0;
-  bool any() const { return round || next; }
+  bool any() const { return round || next || silu; }
 };
 
 /// A filter kept as bytes for the int8 GEMM (Note [xnnpack int8 filters]): one packed matrix per group, and per
@@ -95,6 +98,13 @@ inline void finish_block(const void* state, float* c, int64_t rows, int64_t cols
   }
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * ldc;
+    if (f.silu) {  // Note [xnnpack silu]
+      float* out = (*f.ptr)[f.dst] + (row - (*f.ptr)[f.src]);
+      const auto clamp = [lo = f.lo, hi = f.hi](auto v) { return kernels::vec::clamped(v, lo, hi); };
+      int64_t j = kernels::silu_blocks(row, out, cols, clamp);
+      for (; j < cols; ++j) out[j] = clamp(row[j] * (1.0f / (1.0f + kernels::exp_fast(-row[j]))));
+      continue;
+    }
     if (!f.next) {
       quant::fake_quantize(row, cols, f.grid.scale, f.grid.zero_point, f.grid.range);
       continue;

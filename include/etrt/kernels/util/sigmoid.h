@@ -1,5 +1,6 @@
 // The logistic function over float arrays at the machine's width, shared by the portable sigmoid and the XNNPACK
-// delegate's Sigmoid node (which rounds the result onto a quantized grid through `out`).
+// delegate's Sigmoid node (which rounds the result onto a quantized grid through `out`), and x * sigmoid(x) (SiLU),
+// which the delegate computes as a convolution writes its output (Note [xnnpack silu]).
 //
 // y = 1 / (1 + e^-x) with the lane-wise exp (vec::exp, within 2 ulp of libm's expf): +inf (x below about -88) gives
 // 0 and NaN stays NaN. The division stays: a reciprocal estimate with a Newton step measured slower on
@@ -25,6 +26,23 @@ inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& ou
       vec::load(v, x + i);
       vec::exp<16>(e, -v);
       vec::store(y + i, out(1.0f / (1.0f + e)));
+    }
+    return i;
+  });
+}
+
+/// y[i] = out(x[i] * sigmoid(x[i])) for the whole 16-lane blocks of [0, n), as sigmoid_blocks then a multiply
+/// would give it (the same roundings in the same order); returns how many it did.
+template <class Out>
+inline int64_t silu_blocks(const float* x, float* y, int64_t n, const Out& out) {
+  return isa::dispatch([&]() ETRT_ISA_INLINE {
+    using V = vec::Vec<16>;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      V v, e;
+      vec::load(v, x + i);
+      vec::exp<16>(e, -v);
+      vec::store(y + i, out(v * (1.0f / (1.0f + e))));
     }
     return i;
   });
