@@ -212,26 +212,35 @@ TEST_CASE("XNNPACK: fully-connected and convolution nodes run on filters packed 
 
 TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing its input where only it reads that",
           "[xnnpack][packed]") {
-  // xnn_silu: SiLU after a convolution, a depthwise convolution and a linear layer, and once on a value a residual
-  // add reads too. The numbers are checked against eager by the fixture test above.
+  // xnn_silu: SiLU after a convolution, a depthwise convolution and a linear layer, once on a value a residual
+  // add reads too (two nodes), and once on an add's output (a chain headed by its Sigmoid, Note [xnnpack silu
+  // chain]). The numbers are checked against eager by the fixture test above.
   const Fixture f = first_payload("xnn_silu");
   auto g = parse_payload(f.payload, lookup(*f.program));
   REQUIRE(g.has_value());
   auto e = Executor::create(std::move(*g));
   REQUIRE(e.has_value());
-  int sigmoids = 0, fused_sigmoids = 0, fused_multiplies = 0, other_fused = 0;
+  int sigmoids = 0, fused_sigmoids = 0, fused_multiplies = 0, other_fused = 0, chains = 0;
   for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i) {
     const Node& n = (*e)->graph().nodes[i];
     const bool sigmoid = n.kind == node_kind_code("XNNSigmoid"), multiply = n.kind == node_kind_code("XNNMultiply");
     sigmoids += sigmoid;
+    if (const auto c = (*e)->silu_chain_at(i)) {
+      ++chains;
+      CHECK((*c)[0] == i);
+      CHECK((*c)[1] == i);  // no Convert before it in a float graph, none after it
+      CHECK((*c)[3] == SIZE_MAX);
+      CHECK((*e)->runs_in_writer((*c)[2]));
+    }
     if (!(*e)->runs_in_writer(i)) continue;
     fused_sigmoids += sigmoid;
     fused_multiplies += multiply;
     other_fused += !sigmoid && !multiply;
   }
-  CHECK(sigmoids == 4);
+  CHECK(sigmoids == 5);
   CHECK(fused_sigmoids == 3);
-  CHECK(fused_multiplies == 3);
+  CHECK(fused_multiplies == 4);
+  CHECK(chains == 1);
   CHECK(other_fused == 0);
 }
 

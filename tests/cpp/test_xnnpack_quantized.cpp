@@ -209,6 +209,40 @@ TEST_CASE("XNNPACK quantization: a Clamp that alone reads a packed convolution's
   CHECK(separate == 1);
 }
 
+TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, Convert) runs as one pass",
+          "[xnnpack][quantized]") {
+  // q_mbconv_xnnpack: efficientnet's SiLU after four convolutions (Note [xnnpack silu chain]); the squeeze-
+  // excitation's sigmoid gate multiplies another value and stays as it is. Its outputs are checked against
+  // upstream's by the Python fixture tests.
+  const auto f = etrt::test::first_payload("q_mbconv_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  const Graph graph = *g;
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  int chains = 0, tails = 0, sigmoids = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    sigmoids += graph.nodes[i].kind_name == "XNNSigmoid";
+    const auto c = (*e)->silu_chain_at(i);
+    if (!c) continue;
+    ++chains;
+    const auto [head, sigmoid, multiply, tail] = *c;
+    CHECK(graph.nodes[head].kind_name == "XNNConvert");
+    CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
+    CHECK(graph.nodes[multiply].kind_name == "XNNMultiply");
+    for (size_t k : {sigmoid, multiply}) CHECK((*e)->runs_in_writer(k));
+    CHECK_FALSE((*e)->runs_in_writer(head));
+    if (tail == SIZE_MAX) continue;
+    ++tails;
+    CHECK(graph.nodes[tail].kind_name == "XNNConvert");
+    CHECK(graph.values[graph.nodes[tail].output].quant.kind == QuantKind::PerTensor);
+    CHECK((*e)->runs_in_writer(tail));
+  }
+  CHECK(sigmoids == 5);
+  CHECK(chains == 4);
+  CHECK(tails == 3);  // the depthwise's SiLU output is also read, in float, by the squeeze's pooling
+}
+
 TEST_CASE("XNNPACK: a value an earlier node writes too is placed apart from that node's inputs", "[xnnpack]") {
   // Values 0 -> node 0 -> 1 -> node 1 -> 2 -> node 2 -> 3. Without the early write, value 3 may reuse value 1's
   // bytes (1 is dead after node 1); written from node 1 on, it must not.

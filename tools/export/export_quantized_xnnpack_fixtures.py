@@ -81,6 +81,30 @@ class InvertedResidual(nn.Module):
         return self.fc(y.mean((2, 3)))
 
 
+class MBConv(nn.Module):
+    """efficientnet_b0's block: SiLU after the stem, expanding and depthwise convolutions, which the quantized graph
+    holds as a Convert to float, a Sigmoid and a Multiply, and a Convert back onto a grid (the executor runs each as
+    one pass, Note [xnnpack silu chain]); the squeeze-excitation's SiLU and sigmoid gate; a residual add."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.expand = nn.Conv2d(8, 32, 1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.se_reduce = nn.Conv2d(32, 8, 1)
+        self.se_expand = nn.Conv2d(8, 32, 1)
+        self.project = nn.Conv2d(32, 8, 1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.silu(self.stem(x))
+        y = F.silu(self.expand(x))
+        y = F.silu(self.dw(y))
+        s = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(y.mean((2, 3), keepdim=True)))))
+        y = self.project(y * s) + x
+        return self.fc(y.mean((2, 3)))
+
+
 def calibrate(model, example):
     torch.manual_seed(SEED + 1)
     for _ in range(8):
@@ -128,6 +152,7 @@ def upstream_outputs(pte_path, inputs):
 def fixtures():
     torch.manual_seed(SEED)
     mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
+    mbconv = MBConv().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
         cnn.bn.running_var.uniform_(0.5, 1.5)
@@ -141,6 +166,7 @@ def fixtures():
         "q_mlp_dynamic_xnnpack": (mlp, x_mlp, True, True),
         "q_cnn_static_xnnpack": (cnn, x_cnn, False, True),
         "q_inverted_residual_xnnpack": (block, (torch.randn(1, 3, 12, 12),), False, True),
+        "q_mbconv_xnnpack": (mbconv, (2 * torch.randn(1, 3, 12, 10),), False, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),
         "q_cnn_static_portable": (cnn, x_cnn, False, False),
     }

@@ -169,8 +169,9 @@ class CeilPool(nn.Module):
 
 class Silu(nn.Module):
     """efficientnet's activation, SiLU, which the exporter lowers to Sigmoid and Multiply: after a convolution, a
-    depthwise convolution and a linear layer (the runtime computes these as the layer writes its output), and once
-    where a residual add reads the activation's input too (run as two nodes)."""
+    depthwise convolution and a linear layer (the runtime computes these as the layer writes its output), once
+    where a residual add reads the activation's input too (run as two nodes), and once on an add's output (one pass
+    of its own)."""
 
     def __init__(self):
         super().__init__()
@@ -184,6 +185,7 @@ class Silu(nn.Module):
         y = F.silu(self.dw(y))
         z = self.pw(y)
         y = z + F.silu(z)
+        y = F.silu(y + z)
         y = F.adaptive_avg_pool2d(y, 1).flatten(1)
         return F.silu(self.fc(y))
 

@@ -29,6 +29,8 @@
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/float_kernels.h"  // clamp_out: a node's output_min_max
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/sigmoid.h"
+#include "etrt/kernels/util/vec.h"
 
 namespace etrt::xnnpack {
 
@@ -57,6 +59,8 @@ class Executor {
     std::vector<std::pair<uint32_t, size_t>> written_early;
     for (const Fusion& f : fusable) written_early.emplace_back(g.nodes[f.reader].output, f.writer);
     for (const SiluFusion& f : silus) written_early.emplace_back(g.nodes[f.multiply].output, f.writer);
+    e->chains_ = e->silu_chains(g);
+    for (const SiluChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
     ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -169,6 +173,13 @@ class Executor {
       p.finish.dst = mul.output;
       e->fused_[s.sigmoid] = e->fused_[s.multiply] = true;
     }
+    e->chain_at_.assign(g.nodes.size(), -1);
+    for (size_t c = 0; c < e->chains_.size(); ++c) {  // Note [xnnpack silu chain]
+      const SiluChain& ch = e->chains_[c];
+      e->chain_at_[ch.head] = static_cast<int32_t>(c);
+      for (size_t i : {ch.sigmoid, ch.multiply, ch.tail})
+        if (i != ch.head && i != SIZE_MAX) e->fused_[i] = true;
+    }
     e->release_packed_only_copies(g);
     e->unrounded_ = qd8_only_inputs(g, e->kinds_, e->prepared_, e->stays_quantized_);
     e->row_params_.resize(g.values.size());
@@ -223,38 +234,122 @@ class Executor {
     size_t writer, sigmoid, multiply;
   };
   std::vector<SiluFusion> silu_fusions(const Graph& g) const {
-    std::vector<uint32_t> readers(g.values.size(), 0);
-    std::vector<size_t> writer(g.values.size(), SIZE_MAX), reader(g.values.size(), SIZE_MAX);
-    for (const Node& n : g.nodes) {
-      for (uint32_t id : n.inputs)
-        if (id != kNoValue) ++readers[id], reader[id] = n.index;
-      if (n.output != kNoValue) writer[n.output] = n.index;
-    }
-    const auto float_intermediate = [&](uint32_t id) {
-      const Value& v = g.values[id];
-      return v.datatype == Datatype::Fp32 && v.quant.kind == QuantKind::None && v.constant.empty() &&
-             !(v.flags & kExternal);
-    };
     std::vector<SiluFusion> out;
+    const Readers r = readers_of(g);
     for (const Node& sig : g.nodes) {
-      constexpr float kInf = std::numeric_limits<float>::infinity();
-      if (kinds_[sig.index]->run != &run::sigmoid || sig.inputs.size() != 1 || sig.output == kNoValue ||
-          (sig.has_min_max && (sig.out_min > -kInf || sig.out_max < kInf)))
-        continue;
-      const uint32_t x = sig.inputs[0], s = sig.output;
-      if (x == kNoValue || writer[x] == SIZE_MAX || !kinds_[writer[x]]->prepare || readers[x] != 2 ||
-          readers[s] != 1 || !float_intermediate(x) || !float_intermediate(s))
-        continue;
-      const Node& mul = g.nodes[reader[s]];
-      const bool multiplies = kinds_[mul.index]->run == &run::binary<kernels::mul_out<detail::F>, fast::Mul> &&
-                              mul.inputs.size() == 2 &&
-                              ((mul.inputs[0] == x && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == x));
-      if (!multiplies || mul.output == kNoValue || mul.index < sig.index) continue;
-      const Value& y = g.values[mul.output];
-      if (y.datatype != Datatype::Fp32 || y.quant.kind != QuantKind::None || y.numel != g.values[x].numel) continue;
-      out.push_back({writer[x], sig.index, mul.index});
+      const std::optional<size_t> mul = silu_multiply(g, r, sig);
+      if (mul && kinds_[r.writer[sig.inputs[0]]]->prepare) out.push_back({r.writer[sig.inputs[0]], sig.index, *mul});
     }
     return out;
+  }
+
+  /// Who writes and reads each value: the writer's and the last reader's node index (SIZE_MAX for none), and the
+  /// count of reads.
+  struct Readers {
+    std::vector<uint32_t> count;
+    std::vector<size_t> writer, reader;
+  };
+  static Readers readers_of(const Graph& g) {
+    Readers r{std::vector<uint32_t>(g.values.size(), 0), std::vector<size_t>(g.values.size(), SIZE_MAX),
+              std::vector<size_t>(g.values.size(), SIZE_MAX)};
+    for (const Node& n : g.nodes) {
+      for (uint32_t id : n.inputs)
+        if (id != kNoValue) ++r.count[id], r.reader[id] = n.index;
+      if (n.output != kNoValue) r.writer[n.output] = n.index;
+    }
+    return r;
+  }
+  static bool float_intermediate(const Graph& g, uint32_t id) {
+    const Value& v = g.values[id];
+    return v.datatype == Datatype::Fp32 && v.quant.kind == QuantKind::None && v.constant.empty() &&
+           !(v.flags & kExternal);
+  }
+  static bool clamps(const Node& n) {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    return n.has_min_max && (n.out_min > -kInf || n.out_max < kInf);
+  }
+  /// The Multiply of SiLU's x * sigmoid(x) when `sig` is a Sigmoid whose input x (a float intermediate some node
+  /// writes) only it and that Multiply read, and whose output only the Multiply reads; its output is float too.
+  std::optional<size_t> silu_multiply(const Graph& g, const Readers& r, const Node& sig) const {
+    if (kinds_[sig.index]->run != &run::sigmoid || sig.inputs.size() != 1 || sig.output == kNoValue || clamps(sig))
+      return std::nullopt;
+    const uint32_t x = sig.inputs[0], s = sig.output;
+    if (x == kNoValue || r.writer[x] == SIZE_MAX || r.count[x] != 2 || r.count[s] != 1 || !float_intermediate(g, x) ||
+        !float_intermediate(g, s))
+      return std::nullopt;
+    const Node& mul = g.nodes[r.reader[s]];
+    const bool multiplies = kinds_[mul.index]->run == &run::binary<kernels::mul_out<detail::F>, fast::Mul> &&
+                            mul.inputs.size() == 2 &&
+                            ((mul.inputs[0] == x && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == x));
+    if (!multiplies || mul.output == kNoValue || mul.index < sig.index) return std::nullopt;
+    const Value& y = g.values[mul.output];
+    if (y.datatype != Datatype::Fp32 || y.quant.kind != QuantKind::None || y.numel != g.values[x].numel)
+      return std::nullopt;
+    return mul.index;
+  }
+
+  /// Note [xnnpack silu chain]: a SiLU whose input no packed node writes (Note [xnnpack silu] covers those) runs as
+  /// one pass over the data at its first node: in a PT2E-quantized graph (efficientnet_b0's) the chain is a
+  /// Convert off the convolution's quantized output, the Sigmoid and Multiply in float, and a Convert back onto a
+  /// quantized grid: four passes over the activation from memory, now one. `head` is that first Convert (a copy:
+  /// quantized values are held as the floats they stand for, Note [xnnpack quantized values]) when it alone reads
+  /// its input's copy, else the Sigmoid; `tail` the Convert onto a per-tensor grid that alone reads the Multiply's
+  /// output, or SIZE_MAX. The values in between are then never written; the chain's output lives from the head on.
+  struct SiluChain {
+    size_t head, sigmoid, multiply, tail;
+    uint32_t in, out;  // x (or the Convert's input), and the Multiply's or tail's output
+  };
+  std::vector<SiluChain> silu_chains(const Graph& g) const {
+    std::vector<SiluChain> out;
+    const Readers r = readers_of(g);
+    for (const Node& sig : g.nodes) {
+      const std::optional<size_t> mul = silu_multiply(g, r, sig);
+      if (!mul) continue;
+      const uint32_t x = sig.inputs[0];
+      const Node& w = g.nodes[r.writer[x]];
+      if (kinds_[w.index]->prepare) continue;  // a packed writer may take it (Note [xnnpack silu])
+      SiluChain c{sig.index, sig.index, *mul, SIZE_MAX, x, g.nodes[*mul].output};
+      const bool copies = kinds_[w.index]->run == &run::copy && !clamps(w) && w.inputs.size() == 1 &&
+                          w.inputs[0] != kNoValue && g.values[w.inputs[0]].numel == g.values[x].numel;
+      if (copies) {
+        const Value& a = g.values[w.inputs[0]];
+        if (a.quant.kind == QuantKind::None || a.quant.kind == QuantKind::PerTensor) c.head = w.index, c.in = w.inputs[0];
+      }
+      const uint32_t y = g.nodes[*mul].output;
+      if (float_intermediate(g, y) && r.count[y] == 1) {
+        const Node& t = g.nodes[r.reader[y]];
+        if (kinds_[t.index]->run == &run::copy && t.inputs.size() == 1 && t.output != kNoValue &&
+            g.values[t.output].quant.kind == QuantKind::PerTensor && g.values[t.output].numel == g.values[y].numel)
+          c.tail = t.index, c.out = t.output;
+      }
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  /// One SiLU chain (Note [xnnpack silu chain]): blocks of x * sigmoid(x), clamped as the Multiply clamps, then,
+  /// with a tail, clamped as it clamps and rounded onto its grid while the block is in L1.
+  void run_chain(const SiluChain& c) const {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    const Node& mul = g_.nodes[c.multiply];
+    const float lo = clamps(mul) ? mul.out_min : -kInf, hi = clamps(mul) ? mul.out_max : kInf;
+    const Node* tail = c.tail == SIZE_MAX ? nullptr : &g_.nodes[c.tail];
+    const float* x = ptr_[c.in];
+    float* y = ptr_[c.out];
+    const int64_t n = shapes_[c.out].numel();
+    kernels::parallel_elements(n, 16, [&](int64_t b, int64_t e) {
+      constexpr int64_t kBlock = 2048;  // 8 KB: rounded while in L1
+      const auto clamp = [lo, hi](auto v) { return kernels::vec::clamped(v, lo, hi); };
+      for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+        const int64_t len = std::min(kBlock, e - i0);
+        int64_t j = kernels::silu_blocks(x + i0, y + i0, len, clamp);
+        for (; j < len; ++j) y[i0 + j] = clamp(x[i0 + j] * (1.0f / (1.0f + kernels::exp_fast(-x[i0 + j]))));
+        if (!tail) continue;
+        const Value& q = g_.values[tail->output];
+        quant::fake_quantize(y + i0, y + i0, len, q.quant.scale, q.quant.zero_point, qrange(q.datatype),
+                             clamps(*tail) ? tail->out_min : -kInf, clamps(*tail) ? tail->out_max : kInf);
+      }
+    });
   }
   static Grid grid_of(const Value& v) { return {v.quant.scale, v.quant.zero_point, qrange(v.datatype)}; }
 
@@ -340,6 +435,10 @@ class Executor {
     const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_, row_params_};
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (fused_[i]) continue;  // run by the node before it (Note [xnnpack block finish])
+      if (chain_at_[i] >= 0) {
+        run_chain(chains_[static_cast<size_t>(chain_at_[i])]);
+        continue;
+      }
       const Node& n = g_.nodes[i];
       const bool clamps = n.has_min_max && !prepared_[i].packed_path &&
                           (n.out_min > -std::numeric_limits<float>::infinity() ||
@@ -392,6 +491,13 @@ class Executor {
   bool packed_path(size_t i) const { return i < prepared_.size() && prepared_[i].packed_path; }
   /// Whether node `i` multiplies by its filter kept as bytes, in the int8 GEMM (Note [xnnpack int8 filters]).
   bool int8_path(size_t i) const { return i < prepared_.size() && prepared_[i].int8.active(); }
+  /// The nodes of the SiLU chain node i heads (Note [xnnpack silu chain]): head, Sigmoid, Multiply, tail (SIZE_MAX
+  /// for none); nullopt when it heads none.
+  std::optional<std::array<size_t, 4>> silu_chain_at(size_t i) const {
+    if (i >= chain_at_.size() || chain_at_[i] < 0) return std::nullopt;
+    const SiluChain& c = chains_[static_cast<size_t>(chain_at_[i])];
+    return std::array<size_t, 4>{c.head, c.sigmoid, c.multiply, c.tail};
+  }
   /// Whether node i runs inside the node writing its input (Note [xnnpack block finish]).
   bool runs_in_writer(size_t i) const { return i < fused_.size() && fused_[i]; }
   /// True while the executor holds a float copy of value `id` (a dequantized or realigned constant).
@@ -527,6 +633,8 @@ class Executor {
   std::vector<bool> unrounded_;                      // qd8_only_inputs
   std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
   std::vector<bool> fused_;                          // by node position: run by the node writing its input
+  std::vector<SiluChain> chains_;                    // Note [xnnpack silu chain]
+  std::vector<int32_t> chain_at_;                    // by node position: the chain it heads, or -1
   std::vector<std::vector<quant::DynamicParams>> row_params_;  // by value id: NodeRun::row_params
   // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.
   struct StagedOutput {
