@@ -125,7 +125,9 @@ template <class T, int MR, int NR, int BS = NR>
 // took the accumulators apart lane by lane for the bias and clamp (shuffles, scalar adds and max/min), and a layer
 // with K = 16 (mobilenet's expansions) spent four fifths of its time there rather than in the multiplies.
 // The clamp is max(lo, .) then min(hi, .) with the value second: maxps / minps return their second operand when
-// either is NaN, so NaN stays NaN as std::max / std::min leave it.
+// either is NaN, so NaN stays NaN as std::max / std::min leave it. They serve the packed GEMM (its bias and clamp);
+// the blocked GEMM, whose tiles only add into C, keeps micro_tile: with these its 64^3 and 256^3 products ran
+// 15-20% slower inside the module (not in a standalone build of the same header), for reasons not found.
 #pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -227,14 +229,6 @@ template <class T>
 inline Micro<T> micro_kernels(int level) {
   constexpr int kWide = std::is_same_v<T, float> ? 1 : 0;
 #ifdef ETRT_ISA_X86
-  if constexpr (std::is_same_v<T, float>) {  // Note [float micro-kernels in intrinsics]
-    if (level >= isa::kAvx512)
-      return {&micro_f32_avx512<8, 32>, &micro_f32_avx512<1, 32>, 8, 32, &micro_f32_avx512<8, 16, 32>,
-              &micro_f32_avx512<1, 16, 32>};
-    if (level == 1)
-      return {&micro_f32_avx2<6, 16>, &micro_f32_avx2<1, 16>, 6, 16, &micro_f32_avx2<6, 8, 16>,
-              &micro_f32_avx2<1, 8, 16>};
-  }
   if (level >= isa::kAvx512) {
     constexpr int nr = 16 << kWide;
     return {&micro_avx512<T, 8, nr>, &micro_avx512<T, 1, nr>, 8, nr, &micro_avx512<T, 8, nr / 2, nr>,
@@ -250,6 +244,20 @@ inline Micro<T> micro_kernels(int level) {
   constexpr int nr = 4 << kWide;
   return {&micro_base<T, 4, nr>, &micro_base<T, 1, nr>, 4, nr, &micro_base<T, 4, nr / 2, nr>,
           &micro_base<T, 1, nr / 2, nr>};
+}
+
+/// The float tiles with the bias and clamp epilogue, for the packed GEMM (Note [float micro-kernels in
+/// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read.
+inline Micro<float> micro_epilogue_kernels(int level) {
+#ifdef ETRT_ISA_X86
+  if (level >= isa::kAvx512)
+    return {&micro_f32_avx512<8, 32>, &micro_f32_avx512<1, 32>, 8, 32, &micro_f32_avx512<8, 16, 32>,
+            &micro_f32_avx512<1, 16, 32>};
+  if (level == 1)
+    return {&micro_f32_avx2<6, 16>, &micro_f32_avx2<1, 16>, 6, 16, &micro_f32_avx2<6, 8, 16>,
+            &micro_f32_avx2<1, 8, 16>};
+#endif
+  return micro_kernels<float>(level);
 }
 
 /// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).

@@ -58,7 +58,7 @@ using TileOut = Tile<float>;
 using MicroC = void (*)(int64_t, const float*, int64_t, int64_t, const float*, const TileOut&);
 
 /// The float kernels of a level (isa::level), shared with the unpacked GEMM (util/gemm.h).
-inline Micro<float> micro_c_kernels(int level) { return micro_kernels<float>(level); }
+inline Micro<float> micro_c_kernels(int level) { return micro_epilogue_kernels(level); }
 
 }  // namespace detail
 
