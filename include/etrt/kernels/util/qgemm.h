@@ -192,17 +192,42 @@ struct ColumnEpilogue {
   __m512i zero_sum;
   __m512 scale, bias, lo, hi;
   int v;
+  // The output grid's constants in registers (OutputGrid::apply): read through k.grid per row, they were reloaded
+  // and broadcast for every row, since the stores to C might have changed them.
+  bool round, next;
+  __m512 g_inv, g_qlo, g_qhi, g_scale, n_lo, n_hi, n_inv, n_qlo, n_qhi, n_scale;
 };
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline ColumnEpilogue column_epilogue(const Call& k, int v) {
   const int cols = std::clamp(k.cols - 16 * v, 0, 16);
   const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const OutputGrid g = k.grid ? *k.grid : OutputGrid{};
   return {m,
           _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v),
           _mm512_maskz_loadu_ps(m, k.scale + 16 * v),
           k.bias ? _mm512_maskz_loadu_ps(m, k.bias + 16 * v) : _mm512_setzero_ps(),
           _mm512_set1_ps(k.lo),
           _mm512_set1_ps(k.hi),
-          v};
+          v,
+          g.round,
+          g.next,
+          _mm512_set1_ps(g.grid.inv),
+          _mm512_set1_ps(g.grid.qlo),
+          _mm512_set1_ps(g.grid.qhi),
+          _mm512_set1_ps(g.grid.scale),
+          _mm512_set1_ps(g.lo),
+          _mm512_set1_ps(g.hi),
+          _mm512_set1_ps(g.next_grid.inv),
+          _mm512_set1_ps(g.next_grid.qlo),
+          _mm512_set1_ps(g.next_grid.qhi),
+          _mm512_set1_ps(g.next_grid.scale)};
+}
+/// vec::grid_point in intrinsics: round(clamp(v x inv, qlo, qhi)) x scale, the clamp as vec::clamped (max, then min,
+/// the value second, so NaN stays NaN) and the rounding as vec::round_small (add and subtract 1.5 x 2^23).
+[[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline __m512 grid_point(__m512 v, __m512 inv, __m512 qlo,
+                                                                          __m512 qhi, __m512 scale) {
+  const __m512 shift = _mm512_set1_ps(12582912.0f);
+  v = _mm512_min_ps(qhi, _mm512_max_ps(qlo, _mm512_mul_ps(v, inv)));
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(v, shift), shift), scale);
 }
 /// Row r's sums of those columns into C.
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline void store_columns(const Call& k, const ColumnEpilogue& e,
@@ -210,7 +235,8 @@ struct ColumnEpilogue {
   // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
   __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale), e.bias);
   x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));  // a NaN x stays NaN, as std::min / std::max
-  if (k.grid) x = static_cast<__m512>(k.grid->apply(static_cast<vec::Vec<16>>(x)));
+  if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
+  if (e.next) x = grid_point(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv, e.n_qlo, e.n_qhi, e.n_scale);
   float* at = k.c + r * k.ldc + 16 * e.v;
   _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, e.m, x);
 }
