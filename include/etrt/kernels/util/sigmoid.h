@@ -14,10 +14,11 @@
 
 namespace etrt::kernels {
 
-/// y[i] = out(sigmoid(x[i])) for the whole 16-lane blocks of [0, n); returns how many it did (the caller finishes
-/// the tail with its scalar form). `out` maps a Vec<16> (the identity, or a rounding onto a grid).
-template <class Out>
-inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& out) {
+namespace detail {
+/// y[i] = out(sigmoid(x[i])), or out(x[i] * sigmoid(x[i])) with kTimesX, for the whole 16-lane blocks of [0, n);
+/// returns how many it did.
+template <bool kTimesX, class Out>
+inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& out) {
   return isa::dispatch([&]() ETRT_ISA_INLINE {
     using V = vec::Vec<16>;
     int64_t i = 0;
@@ -25,27 +26,27 @@ inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& ou
       V v, e;
       vec::load(v, x + i);
       vec::exp<16>(e, -v);
-      vec::store(y + i, out(1.0f / (1.0f + e)));
+      const V s = 1.0f / (1.0f + e);
+      if constexpr (kTimesX) vec::store(y + i, out(v * s));
+      else vec::store(y + i, out(s));
     }
     return i;
   });
+}
+}  // namespace detail
+
+/// y[i] = out(sigmoid(x[i])) for the whole 16-lane blocks of [0, n); returns how many it did (the caller finishes
+/// the tail with its scalar form). `out` maps a Vec<16> (the identity, or a rounding onto a grid).
+template <class Out>
+inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& out) {
+  return detail::logistic_blocks<false>(x, y, n, out);
 }
 
 /// y[i] = out(x[i] * sigmoid(x[i])) for the whole 16-lane blocks of [0, n), as sigmoid_blocks then a multiply
 /// would give it (the same roundings in the same order); returns how many it did.
 template <class Out>
 inline int64_t silu_blocks(const float* x, float* y, int64_t n, const Out& out) {
-  return isa::dispatch([&]() ETRT_ISA_INLINE {
-    using V = vec::Vec<16>;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      V v, e;
-      vec::load(v, x + i);
-      vec::exp<16>(e, -v);
-      vec::store(y + i, out(v * (1.0f / (1.0f + e))));
-    }
-    return i;
-  });
+  return detail::logistic_blocks<true>(x, y, n, out);
 }
 
 }  // namespace etrt::kernels
