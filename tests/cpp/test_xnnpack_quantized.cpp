@@ -243,6 +243,31 @@ TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, C
   CHECK(tails == 3);  // the depthwise's SiLU output is also read, in float, by the squeeze's pooling
 }
 
+TEST_CASE("XNNPACK quantization: a SiLU after a dynamically quantized linear layer runs as a chain",
+          "[xnnpack][quantized]") {
+  // q_silu_mlp_dynamic_xnnpack: the integer kernels write the linear layer's float output without a block finish,
+  // so the SiLU after it is a chain headed by its Sigmoid (Note [xnnpack silu chain]); checked against upstream's
+  // outputs by the Python fixture tests.
+  const auto f = etrt::test::first_payload("q_silu_mlp_dynamic_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  const Graph graph = *g;
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  int chains = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const auto c = (*e)->silu_chain_at(i);
+    if (!c) continue;
+    ++chains;
+    CHECK(graph.nodes[i].kind_name == "XNNSigmoid");
+    CHECK((*c)[3] == SIZE_MAX);
+    CHECK((*e)->runs_in_writer((*c)[2]));
+    for (const Node& w : graph.nodes)
+      if (w.output == graph.nodes[i].inputs[0]) CHECK(w.kind_name == "XNNFullyConnected");
+  }
+  CHECK(chains == 1);
+}
+
 TEST_CASE("XNNPACK: a value an earlier node writes too is placed apart from that node's inputs", "[xnnpack]") {
   // Values 0 -> node 0 -> 1 -> node 1 -> 2 -> node 2 -> 3. Without the early write, value 3 may reuse value 1's
   // bytes (1 is dead after node 1); written from node 1 on, it must not.

@@ -41,6 +41,19 @@ class MLP(nn.Module):
         return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
 
 
+class SiluMLP(nn.Module):
+    """A feed-forward block with SiLU. With dynamically quantized activations the linear layers output floats and run
+    on the integer kernels, which do not compute the SiLU as they write (Note [xnnpack silu]): it runs as a chain of
+    its own (Note [xnnpack silu chain])."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(16, 48), nn.Linear(48, 16)
+
+    def forward(self, x):
+        return self.l2(F.silu(self.l1(x)))
+
+
 class CNN(nn.Module):
     """conv+bn+relu, depthwise conv, residual add, max/avg pooling, a linear head: the static qs8 node kinds."""
 
@@ -152,7 +165,7 @@ def upstream_outputs(pte_path, inputs):
 def fixtures():
     torch.manual_seed(SEED)
     mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
-    mbconv = MBConv().eval()
+    mbconv, silu_mlp = MBConv().eval(), SiluMLP().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
         cnn.bn.running_var.uniform_(0.5, 1.5)
@@ -167,6 +180,7 @@ def fixtures():
         "q_cnn_static_xnnpack": (cnn, x_cnn, False, True),
         "q_inverted_residual_xnnpack": (block, (torch.randn(1, 3, 12, 12),), False, True),
         "q_mbconv_xnnpack": (mbconv, (2 * torch.randn(1, 3, 12, 10),), False, True),
+        "q_silu_mlp_dynamic_xnnpack": (silu_mlp, (torch.randn(3, 16),), True, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),
         "q_cnn_static_portable": (cnn, x_cnn, False, False),
     }

@@ -176,6 +176,7 @@ class Executor {
     e->chain_at_.assign(g.nodes.size(), -1);
     for (size_t c = 0; c < e->chains_.size(); ++c) {  // Note [xnnpack silu chain]
       const SiluChain& ch = e->chains_[c];
+      if (e->fused_[ch.sigmoid]) continue;  // its writer computes it (Note [xnnpack silu])
       e->chain_at_[ch.head] = static_cast<int32_t>(c);
       for (size_t i : {ch.sigmoid, ch.multiply, ch.tail})
         if (i != ch.head && i != SIZE_MAX) e->fused_[i] = true;
@@ -288,8 +289,11 @@ class Executor {
     return mul.index;
   }
 
-  /// Note [xnnpack silu chain]: a SiLU whose input no packed node writes (Note [xnnpack silu] covers those) runs as
-  /// one pass over the data at its first node: in a PT2E-quantized graph (efficientnet_b0's) the chain is a
+  /// Note [xnnpack silu chain]: a SiLU that its input's writer does not compute (Note [xnnpack silu]: the writer
+  /// is no packed float node, as a linear layer on dynamically quantized activations is not) runs as one pass over the
+  /// data at its first node. Which writers take theirs is known only once the nodes are prepared, after the memory
+  /// plan, so every SiLU is a candidate chain whose output lives from its head on. In a PT2E-quantized graph
+  /// (efficientnet_b0's) the chain is a
   /// Convert off the convolution's quantized output, the Sigmoid and Multiply in float, and a Convert back onto a
   /// quantized grid: four passes over the activation from memory, now one. `head` is that first Convert (a copy:
   /// quantized values are held as the floats they stand for, Note [xnnpack quantized values]) when it alone reads
@@ -307,7 +311,6 @@ class Executor {
       if (!mul) continue;
       const uint32_t x = sig.inputs[0];
       const Node& w = g.nodes[r.writer[x]];
-      if (kinds_[w.index]->prepare) continue;  // a packed writer may take it (Note [xnnpack silu])
       SiluChain c{sig.index, sig.index, *mul, SIZE_MAX, x, g.nodes[*mul].output};
       const bool copies = kinds_[w.index]->run == &run::copy && !clamps(w) && w.inputs.size() == 1 &&
                           w.inputs[0] != kNoValue && g.values[w.inputs[0]].numel == g.values[x].numel;
