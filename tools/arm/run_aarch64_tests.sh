@@ -6,7 +6,9 @@
 #   tools/arm/run_aarch64_tests.sh [WORK_DIR]        (default /tmp/etrt-aarch64)
 #
 # Needs Debian's g++-aarch64-linux-gnu, qemu-user and catch2 (v2, header only); apt-get installs them when missing.
-# On aarch64 the ISA dispatch (Note [isa dispatch]) has only the baseline variant, so this runs the portable code.
+# qemu's default CPU has the ARMv8.2 dot product, so the suites run both aarch64 levels (the tests force each:
+# neondot and neon, Note [isa dispatch]); the quantized XNNPACK tests then run again as a Cortex-A53 (ARMv8.0, no
+# dot product), where the detection must keep SDOT from ever running.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 work="${1:-/tmp/etrt-aarch64}"
@@ -61,4 +63,7 @@ for t in kernel_tests runtime_tests; do
   echo "== $t under qemu-aarch64"
   (cd "$root" && qemu-aarch64 -L /usr/aarch64-linux-gnu "$work/$t" --durations no) | tail -4 || rc=1
 done
+echo "== runtime_tests [quantized] under qemu-aarch64 -cpu cortex-a53 (no dot product)"
+(cd "$root" && qemu-aarch64 -cpu cortex-a53 -L /usr/aarch64-linux-gnu "$work/runtime_tests" "[quantized]" \
+   --durations no) | tail -4 || rc=1
 exit $rc

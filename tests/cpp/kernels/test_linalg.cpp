@@ -33,6 +33,20 @@ std::vector<double> ref_mm(int64_t m, int64_t n, int64_t k, FA a, FB b) {
 }
 }  // namespace
 
+TEST_CASE("gemm: aarch64 runs the NEON float tile at every level", "[linalg][gemm][neon]") {
+#ifdef ETRT_ISA_ARM64
+  for (int level : {int{isa::kNeonDot}, int{isa::kNeon}}) {
+    const gemm::detail::Micro<float> mk = gemm::detail::micro_kernels<float>(level);
+    CHECK(mk.full == &gemm::detail::micro_f32_neon<6, 16>);
+    CHECK(mk.half_row == &gemm::detail::micro_f32_neon<1, 8, 16>);
+    CHECK(gemm::detail::micro_epilogue_kernels(level).full == mk.full);
+  }
+  CHECK((isa::level_name(isa::kNeonDot) == "neondot" && isa::level_name(isa::kNeon) == "neon"));
+#else
+  SUCCEED("not an aarch64 build: the x86 tiles are checked by the tests below, at every level");
+#endif
+}
+
 TEST_CASE("gemm: all micro-kernels, transposes and odd sizes match a double reference", "[linalg][gemm]") {
   for (int level : {2, 1, 0}) {
     isa::force_level = level;

@@ -35,6 +35,9 @@
 #ifdef ETRT_ISA_X86
 #include <immintrin.h>
 #endif
+#ifdef ETRT_ISA_ARM64
+#include <arm_neon.h>
+#endif
 
 namespace etrt::xnnpack::quant {
 
@@ -338,6 +341,116 @@ inline void qd8_int8_rows_portable(const Qd8Rows& a, int64_t m, int64_t k, const
 }
 #endif
 
+#ifdef ETRT_ISA_ARM64
+// Note [qd8 on neon]: NEON multiplies signed bytes by signed bytes, so the kernels read a packed activation byte
+// (q + 128, Note [qd8 x int4 layout]) with its top bit flipped: q itself, as int8. The products then lack the
+// 128 x weight share the x86 kernels' unsigned bytes carry, and the zero point's share is zero_point x row sum
+// (qd8_finish_signed) rather than (zero_point + 128) x row sum. A block of 32 columns is 16 even and 16 odd
+// products; without the dot product extension they are widened to int16 (|128 x 8| x 2 < 2^15) and pairwise added
+// into four int32 lanes, with it one SDOT per 16 (Note [isa dispatch], level neondot). SDOT goes through inline
+// assembly: GCC's intrinsic refuses to be inlined into a function not itself compiled for dotprod, and the kernel
+// body is shared by both levels. Its `.arch` line only widens what the assembler accepts after it (binutils takes
+// dotprod only on an ARMv8.2 base); the compiler still emits ARMv8.0 code.
+
+inline float qd8_finish_signed(const Qd8Rows& a, int64_t i, float dot, float row_sum, float bias) {
+  if (a.nan[i]) return std::numeric_limits<float>::quiet_NaN();
+  return a.scale[i] * (dot - static_cast<float>(a.zero[i] - 128) * row_sum) + bias;
+}
+
+[[gnu::always_inline]] inline int32x4_t sdot_lanes(int32x4_t acc, int8x16_t a, int8x16_t w) {
+  asm(".arch armv8.2-a+dotprod\n\tsdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(w));
+  return acc;
+}
+
+/// The int32 partial sums (four lanes) of one block: even and odd activations against even and odd weights.
+template <bool Dot>
+[[gnu::always_inline]] inline int32x4_t qd8_block_neon(int8x16_t ae, int8x16_t ao, int8x16_t we, int8x16_t wo) {
+  if constexpr (Dot) {
+    return sdot_lanes(sdot_lanes(vdupq_n_s32(0), ae, we), ao, wo);
+  } else {
+    const int16x8_t lo = vmlal_s8(vmull_s8(vget_low_s8(ae), vget_low_s8(we)), vget_low_s8(ao), vget_low_s8(wo));
+    const int16x8_t hi = vmlal_high_s8(vmull_high_s8(ae, we), ao, wo);
+    return vpadalq_s16(vpaddlq_s16(lo), hi);
+  }
+}
+
+[[gnu::always_inline]] inline int8x16_t signed_bytes(const uint8_t* p) {
+  return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p), vdupq_n_u8(0x80)));
+}
+
+/// Weight rows [n0, n1) against every activation row, up to four activation rows per pass over a weight row.
+template <bool Dot>
+inline void qd8_int4_rows_neon(const Qd8Rows& a, int64_t m, int64_t k, const uint8_t* w, const float* scales,
+                               int64_t group, const float* row_sums, const float* bias, float* out, int64_t ldo,
+                               int64_t n0, int64_t n1) {
+  const int64_t groups = k / group, pairs_end = k / 64 * 64;
+  const uint8x16_t low4 = vdupq_n_u8(0x0F);
+  const int8x16_t eight = vdupq_n_s8(8);
+  const auto nibbles = [&](const uint8_t* p, int8x16_t& even, int8x16_t& odd) {
+    const uint8x16_t v = vld1q_u8(p);
+    even = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, low4)), eight);
+    odd = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
+  };
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* wr = w + n * (k / 2);
+    const float* sc = scales + n * groups;
+    for (int64_t i0 = 0; i0 < m; i0 += 4) {
+      const int rows = static_cast<int>(std::min<int64_t>(4, m - i0));
+      float32x4_t acc[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
+      for (int64_t c = 0; c < pairs_end; c += 64) {  // two blocks: 32 weight bytes
+        int8x16_t e0, o0, e1, o1;
+        nibbles(wr + c / 2, e0, o0);
+        nibbles(wr + c / 2 + 16, e1, o1);
+        const float s0 = sc[c / group], s1 = sc[(c + 32) / group];
+        for (int r = 0; r < rows; ++r) {
+          const uint8_t* ar = a.bytes + (i0 + r) * k + c;
+          const int32x4_t d0 = qd8_block_neon<Dot>(signed_bytes(ar), signed_bytes(ar + 32), e0, o0);
+          const int32x4_t d1 = qd8_block_neon<Dot>(signed_bytes(ar + 16), signed_bytes(ar + 48), e1, o1);
+          acc[r] = vfmaq_n_f32(vfmaq_n_f32(acc[r], vcvtq_f32_s32(d0), s0), vcvtq_f32_s32(d1), s1);
+        }
+      }
+      if (pairs_end < k) {  // the last lone block: 16 weight bytes
+        int8x16_t e, o;
+        nibbles(wr + pairs_end / 2, e, o);
+        const float s = sc[pairs_end / group];
+        for (int r = 0; r < rows; ++r) {
+          const uint8_t* ar = a.bytes + (i0 + r) * k + pairs_end;
+          acc[r] = vfmaq_n_f32(acc[r], vcvtq_f32_s32(qd8_block_neon<Dot>(signed_bytes(ar), signed_bytes(ar + 16), e, o)), s);
+        }
+      }
+      for (int r = 0; r < rows; ++r)
+        out[(i0 + r) * ldo + n] = qd8_finish_signed(a, i0 + r, vaddvq_f32(acc[r]), row_sums[n], bias ? bias[n] : 0.f);
+    }
+  }
+}
+
+/// 8-bit weight rows [n0, n1) against every activation row, up to four activation rows per pass over a weight row:
+/// 8 sign-extended weights meet 8 activations in two widening multiply-adds.
+inline void qd8_int8_rows_neon(const Qd8Rows& a, int64_t m, int64_t k, const int8_t* w, const float* scales,
+                               const float* bias, float* out, int64_t ldo, int64_t n0, int64_t n1) {
+  const int64_t vec_end = k / 8 * 8;
+  for (int64_t n = n0; n < n1; ++n) {
+    const int8_t* wr = w + n * k;
+    for (int64_t i0 = 0; i0 < m; i0 += 4) {
+      const int rows = static_cast<int>(std::min<int64_t>(4, m - i0));
+      int32x4_t acc[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+      for (int64_t c = 0; c < vec_end; c += 8) {
+        const int16x8_t wv = vmovl_s8(vld1_s8(wr + c));
+        for (int r = 0; r < rows; ++r) {
+          const int16x8_t av = vld1q_s16(a.wide + (i0 + r) * k + c);
+          acc[r] = vmlal_high_s16(vmlal_s16(acc[r], vget_low_s16(av), vget_low_s16(wv)), av, wv);
+        }
+      }
+      for (int r = 0; r < rows; ++r) {
+        int32_t s = vaddvq_s32(acc[r]);
+        for (int64_t c = vec_end; c < k; ++c) s += static_cast<int32_t>(a.wide[(i0 + r) * k + c]) * wr[c];
+        out[(i0 + r) * ldo + n] = qd8_finish_int8(a, i0 + r, s, scales[n], bias ? bias[n] : 0.f);
+      }
+    }
+  }
+}
+#endif
+
 }  // namespace detail
 
 /// out[i, n] = sum_k a[i, k] * W(n, k) + bias[n]: `a` the m activation rows packed for `plan`'s weight kind
@@ -372,6 +485,17 @@ inline void qd8_gemm(const Qd8Plan& plan, const Qd8Rows& a, int64_t m, std::span
         detail::qd8_int8_rows_avx2(a, m, k, w8, q.scales.data(), bias, out, rows, n0, n1);
       return;
     }
+#endif
+#ifdef ETRT_ISA_ARM64
+    if (int4 && kernels::isa::level() >= kernels::isa::kNeonDot)
+      detail::qd8_int4_rows_neon<true>(a, m, k, w, q.scales.data(), plan.group, plan.row_sums.data(), bias, out,
+                                       rows, n0, n1);
+    else if (int4)
+      detail::qd8_int4_rows_neon<false>(a, m, k, w, q.scales.data(), plan.group, plan.row_sums.data(), bias, out,
+                                        rows, n0, n1);
+    else
+      detail::qd8_int8_rows_neon(a, m, k, w8, q.scales.data(), bias, out, rows, n0, n1);
+    return;
 #endif
     if (int4)
       detail::qd8_int4_rows_portable(a, m, k, w, q.scales.data(), plan.group, plan.row_sums.data(), bias, out, rows,

@@ -28,6 +28,9 @@
 #ifdef ETRT_ISA_X86
 #include <immintrin.h>
 #endif
+#ifdef ETRT_ISA_ARM64
+#include <arm_neon.h>
+#endif
 
 namespace etrt::kernels::gemm {
 
@@ -205,6 +208,49 @@ template <int MR, int NR, int BS = NR>
 }
 #pragma GCC diagnostic pop
 #endif
+#ifdef ETRT_ISA_ARM64
+// Note [neon float tile]: aarch64's float tile is 6 rows x 16 columns, 24 of its 32 128-bit registers as
+// accumulators, 4 holding a row of the B panel, one a broadcast of A: the AVX2 tile's shape, so the panels and half
+// panels (6 x 8) are laid out alike. One fused multiply-add per accumulator per step (fmla by element), then the
+// bias, the clamp (fmax(lo, .) and fmin(hi, .) keep a NaN, as std::max / std::min leave it) and the store, in
+// registers. It serves the blocked and the packed GEMM alike.
+template <int MR, int NR, int BS = NR>
+inline void micro_f32_neon(int64_t kc, const float* __restrict a, int64_t a_ps, int64_t a_is,
+                           const float* __restrict b, const Tile<float>& t) {
+  static_assert(NR % 4 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
+  constexpr int NV = NR / 4;
+  float32x4_t acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.f);
+  for (int64_t p = 0; p < kc; ++p) {
+    float32x4_t bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + p * BS + 4 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const float av = a[p * a_ps + i * a_is];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = vfmaq_n_f32(acc[i][v], bv[v], av);
+    }
+  }
+  const float32x4_t lo = vdupq_n_f32(t.lo), hi = vdupq_n_f32(t.hi);
+  float32x4_t bias[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) bias[v] = t.bias ? vld1q_f32(t.bias + 4 * v) : vdupq_n_f32(0.f);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* crow = t.c + i * t.ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float32x4_t r = vaddq_f32(acc[i][v], t.accumulate ? vld1q_f32(crow + 4 * v) : bias[v]);
+      if (t.clamp) r = vminq_f32(hi, vmaxq_f32(lo, r));
+      vst1q_f32(crow + 4 * v, r);
+    }
+  }
+}
+#endif
 template <class T, int MR, int NR, int BS = NR>
 inline void micro_base(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b, const Tile<T>& t) {
   micro_tile<T, MR, NR, false, BS>(kc, a, ps, is, b, t);
@@ -239,6 +285,11 @@ inline Micro<T> micro_kernels(int level) {
     return {&micro_avx2<T, 6, nr>, &micro_avx2<T, 1, nr>, 6, nr, &micro_avx2<T, 6, nr / 2, nr>,
             &micro_avx2<T, 1, nr / 2, nr>};
   }
+#endif
+#ifdef ETRT_ISA_ARM64
+  if constexpr (std::is_same_v<T, float>)
+    return {&micro_f32_neon<6, 16>, &micro_f32_neon<1, 16>, 6, 16, &micro_f32_neon<6, 8, 16>,
+            &micro_f32_neon<1, 8, 16>};
 #endif
   (void)level;
   constexpr int nr = 4 << kWide;

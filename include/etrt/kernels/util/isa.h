@@ -8,6 +8,12 @@
 //
 // The level is detected once per process, capped by the ETRT_ISA environment variable (amx, avx512vnni, avx512, avx2,
 // baseline) and, in tests, by `force_level`: a cap above what the CPU has is lowered to what it has.
+//
+// On aarch64 the baseline is ARMv8-A, whose Advanced SIMD (NEON) every core has, so the hot kernels' NEON variants
+// are the baseline's (written in intrinsics where GCC's vectorizer leaves speed behind). The one optional extension
+// they use is the ARMv8.2 byte dot product (SDOT, `dotprod`), level 1 there (ETRT_ISA=neondot; `neon` caps at 0),
+// read from the kernel's hardware capabilities (getauxval) and compiled under a function target attribute like the
+// x86 levels.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +27,8 @@ namespace etrt::kernels::isa {
 /// products of the int8 GEMM, util/qgemm.h), 2 = AVX-512 (F, BW, DQ, VL) with AVX2 + FMA, 1 = AVX2 + FMA + F16C,
 /// 0 = the build's baseline. Code that needs neither asks for `>= kAvx512`.
 enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3, kAmx = 4 };
+/// aarch64's levels: 0 = NEON (the baseline), 1 = NEON with the SDOT byte dot product.
+enum ArmLevel : int { kNeon = 0, kNeonDot = 1 };
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ETRT_ISA_X86 1
@@ -29,6 +37,12 @@ enum Level : int { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3, kAmx 
 #define ETRT_TARGET_AVX512VNNI \
   gnu::target("avx512vnni,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 #include <cpuid.h>
+#endif
+
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define ETRT_ISA_ARM64 1
+#define ETRT_TARGET_NEONDOT gnu::target("arch=armv8.2-a+dotprod")
+#include <sys/auxv.h>
 #endif
 
 /// Marks a lambda handed to dispatch(): it must be inlined into each variant, or it would run at the baseline.
@@ -48,6 +62,8 @@ inline int env_level() {
            : s == "avx512"   ? int{kAvx512}
            : s == "avx2"     ? int{kAvx2}
            : s == "baseline" ? int{kBaseline}
+           : s == "neondot"  ? int{kNeonDot}
+           : s == "neon"     ? int{kNeon}
                              : -1;
   }();
   return level;
@@ -69,6 +85,12 @@ inline int cpu_supported() {
     return amx ? int{kAmx} : vnni ? int{kAvx512Vnni} : avx512 ? int{kAvx512} : avx2 ? int{kAvx2} : int{kBaseline};
   }();
   return level;
+#elif defined(ETRT_ISA_ARM64)
+  static const int level = [] {
+    constexpr unsigned long kHwcapAsimdDp = 1ul << 20;  // HWCAP_ASIMDDP in the Linux arm64 ABI
+    return getauxval(AT_HWCAP) & kHwcapAsimdDp ? int{kNeonDot} : int{kNeon};
+  }();
+  return level;
 #else
   return kBaseline;
 #endif
@@ -82,11 +104,15 @@ inline int level() {
 
 /// The name of a level, as ETRT_ISA spells it.
 inline std::string_view level_name(int l) {
+#ifdef ETRT_ISA_ARM64
+  return l >= kNeonDot ? "neondot" : "neon";
+#else
   return l >= kAmx          ? "amx"
          : l == kAvx512Vnni ? "avx512vnni"
          : l == kAvx512     ? "avx512"
          : l == kAvx2       ? "avx2"
                             : "baseline";
+#endif
 }
 
 #ifdef ETRT_ISA_X86

@@ -345,7 +345,7 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
     const int64_t mc = std::min(kMc, i1 - ic);
     int64_t a_stride = lda;
     const uint8_t* a = pack_a.direct(ic, a_stride);
-    const bool in_place = a != nullptr;
+    [[maybe_unused]] const bool in_place = a != nullptr;  // read by the AMX tiles only
     if (!a) {
       pack_a(ic, mc, apack, lda);
       if (lda > B.k)  // the bytes past k meet zero weights; zeroed so that no uninitialised byte is read
