@@ -2,6 +2,7 @@
 // (tests/fixtures/xnnpack_quantized), including corruption of their quantization parameters.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -347,6 +348,7 @@ struct Layout {
   QuantKind kind;
   uint32_t group;
   int64_t rows, cols;
+  bool bf16_scales = false;  // every scale a bfloat16 value, as the exporter writes blockwise scales
 };
 
 }  // namespace
@@ -402,6 +404,7 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
       {"4-bit blockwise, group 32, five panels of 16 rows (four at once, then one)", Datatype::QBInt4,
        QuantKind::PerChannelGroup, 32, 72, 96},
       {"4-bit blockwise, group 96 (one group over two chunks)", Datatype::QBInt4, QuantKind::PerChannelGroup, 96, 9, 192},
+      {"4-bit blockwise, group 32, bfloat16 scales", Datatype::QBInt4, QuantKind::PerChannelGroup, 32, 70, 288, true},
       {"4-bit per channel, one lone block", Datatype::QCInt4, QuantKind::PerChannel, 0, 33, 32},
       {"4-bit per channel, large enough to split across threads", Datatype::QCInt4, QuantKind::PerChannel, 0, 640, 544},
       {"8-bit per channel, whole vectors", Datatype::QCInt8, QuantKind::PerChannel, 0, 20, 64},
@@ -421,7 +424,11 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
     q.group_size = l.group;
     q.scales.resize(static_cast<size_t>(l.kind == QuantKind::PerChannelGroup ? l.rows * (l.cols / l.group) : l.rows));
     for (float& s : q.scales) s = 0.01f + 0.1f * std::abs(real(rng));
+    if (l.bf16_scales)
+      for (float& s : q.scales) s = std::bit_cast<float>(std::bit_cast<uint32_t>(s) & 0xFFFF0000u);
     const quant::Qd8Plan plan = quant::qd8_plan(l.d, q, dims, data.data());
+    // The VNNI copy keeps bfloat16 scales as such (Note [qd8 x int4 vnni layout]) and others as float.
+    if (!plan.vnni.empty()) CHECK(plan.vnni.scales_bf16.empty() != l.bf16_scales);
     REQUIRE(plan.weight == (four_bit ? quant::Qd8Weight::Int4 : quant::Qd8Weight::Int8));
     REQUIRE(plan.group == (l.kind == QuantKind::PerChannel ? l.cols : l.group));
     // On a VNNI CPU the 4-bit weight is also repacked for its kernel (Note [qd8 x int4 vnni layout]).
