@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "etrt/kernels/util/functors.h"  // relu/gelu shared with the CUDA delegate's host and device paths
+#include "etrt/kernels/util/parallel.h"
 #include "etrt/kernels/util/pointwise_util.h"
+#include "etrt/kernels/util/vec.h"
 
 namespace etrt::kernels {
 
@@ -13,9 +15,36 @@ Status relu_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
   return unary_map<Dtypes>("relu.out", ctx, self, out, [](auto x) { return fn::relu(x); });
 }
 
+/// Elements from which the float GELU splits across the worker pool (about 20 us of work on one core).
+inline constexpr int64_t kGeluParallelElements = int64_t{1} << 15;
+
 template <class Dtypes>
 Status gelu_out(KernelContext& ctx, const Tensor& self, std::string_view approximate, Tensor& out) {
   constexpr std::string_view op = "gelu.out";
+  if (approximate == "none" && self.dtype() == ScalarType::Float && out.dtype() == ScalarType::Float) {
+    ETRT_CHECK_OK(ctx.resize(op, out, self.sizes()));
+    if (same_dense_layout(out, self)) {  // vectorized erf (vec::erf), split across the pool when large
+      const float* x = self.data_as<float>();
+      float* y = out.data_as<float>();
+      const auto run = [&](int64_t i0, int64_t i1) {
+        isa::dispatch([&]() ETRT_ISA_INLINE {
+          using V = vec::Vec<16>;
+          int64_t i = i0;
+          for (; i + 16 <= i1; i += 16) {
+            V v, g;
+            vec::load(v, x + i);
+            vec::gelu_erf(g, v);
+            vec::store(y + i, g);
+          }
+          for (; i < i1; ++i) vec::gelu_erf(y[i], x[i]);
+        });
+      };
+      const int64_t n = out.numel();
+      if (n >= kGeluParallelElements) parallel_for(n, 1024, run);
+      else run(0, n);
+      return {};
+    }
+  }
   if (approximate == "none")
     return unary_map<Dtypes>(op, ctx, self, out, [](auto x) { return fn::gelu_erf(x); });
   if (approximate == "tanh")
