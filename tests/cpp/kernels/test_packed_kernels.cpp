@@ -141,6 +141,9 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
       {geometry(1, 8, 8, 70, 33, 2, 2, 1, {0, 0, 0, 0}), 1},   // K = 280 spans two K blocks
       {geometry(3, 3, 4, 5, 7, 3, 1, 1, {3, 3, 2, 3}), 1},     // windows wholly or partly in the padding
       {geometry(2, 1, 9, 8, 12, 3, 3, 1, {1, 2, 1, 1}), 1},    // one input row, stride wider than the window
+      // K blocks of 256 that cut kernel rows (K = 9 C), at image edges: the sliced gather (gather_windows)
+      {geometry(1, 6, 5, 64, 20, 3, 1, 1, {1, 1, 1, 1}), 1},   // K = 576: blocks [0, 256) [256, 512) [512, 576)
+      {geometry(2, 7, 6, 40, 9, 3, 2, 1, {0, 0, 1, 1}), 1},    // K = 360, stride 2, asymmetric padding
   };
   each_level([&] {
     for (const Case& t : cases) {
