@@ -14,6 +14,7 @@
 
 #include "etrt/kernels/util/nhwc_conv.h"
 #include "etrt/kernels/util/packed_gemm.h"
+#include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
 
 using namespace etrt;
@@ -357,4 +358,45 @@ TEST_CASE("lane-wise exp matches libm within 2 ulp and keeps its special values"
     }
   }
   CHECK(worst <= 2);
+}
+
+TEST_CASE("sigmoid and SiLU blocks give 1 / (1 + vec::exp(-x)) and x times it, bit for bit, ends included",
+          "[packed][vec]") {
+  // The blocks compute e^-x without vec::exp's handling of the range's ends and restore the ends on the result
+  // (sigmoid.h): every value, the ends, infinities and NaN included, must be the one the full exp gives.
+  std::vector<float> xs;
+  for (float x = -100.f; x <= 100.f; x += 0.0173f) xs.push_back(x);
+  for (float e : {87.3365447504f, 88.3762626647949f}) {
+    for (float x : {std::nextafter(e, 0.f), e, std::nextafter(e, 200.f)}) xs.insert(xs.end(), {x, -x});
+  }
+  for (float x : {0.f, -0.f, 1e-30f, -1e-30f, 1e-40f, 3e38f, -3e38f}) xs.push_back(x);
+  xs.push_back(std::numeric_limits<float>::infinity());
+  xs.push_back(-std::numeric_limits<float>::infinity());
+  xs.push_back(std::numeric_limits<float>::quiet_NaN());
+  xs.push_back(-std::numeric_limits<float>::quiet_NaN());
+  while (xs.size() % 16) xs.push_back(0.25f);
+  each_level([&] {
+    std::vector<float> sig(xs.size()), silu(xs.size());
+    const auto as_is = [](const auto& v) ETRT_ISA_INLINE { return v; };
+    REQUIRE(sigmoid_blocks(xs.data(), sig.data(), static_cast<int64_t>(xs.size()), as_is) ==
+            static_cast<int64_t>(xs.size()));
+    REQUIRE(silu_blocks(xs.data(), silu.data(), static_cast<int64_t>(xs.size()), as_is) ==
+            static_cast<int64_t>(xs.size()));
+    for (size_t i = 0; i < xs.size(); i += 16) {
+      vec::Vec<16> v, e;
+      vec::load(v, xs.data() + i);
+      vec::exp<16>(e, -v);
+      const vec::Vec<16> s = 1.0f / (1.0f + e), t = v * s;
+      for (int k = 0; k < 16; ++k) {
+        INFO("x = " << xs[i + k]);
+        if (std::isnan(xs[i + k])) {
+          CHECK(std::isnan(sig[i + k]));
+          CHECK(std::isnan(silu[i + k]));
+          continue;
+        }
+        CHECK(std::memcmp(&sig[i + k], &s[k], 4) == 0);
+        CHECK(std::memcmp(&silu[i + k], &t[k], 4) == 0);
+      }
+    }
+  });
 }

@@ -23,12 +23,25 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
     using V = vec::Vec<16>;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-      V v, e;
+      V v;
       vec::load(v, x + i);
-      vec::exp<16>(e, -v);
-      const V s = 1.0f / (1.0f + e);
-      if constexpr (kTimesX) vec::store(y + i, out(v * s));
-      else vec::store(y + i, out(s));
+      // e^-v as vec::exp computes it inside its finite range, without its selects for the ends: -v is clamped
+      // into the range (a NaN to its low end), and what the ends give is restored on s. The same values as
+      // 1 / (1 + vec::exp(-v)), element for element, in about four fifths of the time.
+      constexpr float kLo = -87.3365447504f, kHi = 88.3762626647949f;  // vec::exp's finite range
+      V t = -v;
+      t = t > kLo ? t : kLo;  // a NaN compares false: the integer conversion below sees a finite value
+      t = t < kHi ? t : kHi;
+      V e;
+      vec::exp_in_range<16>(e, t);
+      V s = 1.0f / (1.0f + e);
+      s = v < -kHi ? V{} : s;  // e^-v overflows: vec::exp's inf, 1 / inf
+      if constexpr (kTimesX) {
+        vec::store(y + i, out(v * s));  // a NaN v makes the product NaN
+      } else {
+        s = v != v ? v : s;
+        vec::store(y + i, out(s));
+      }
     }
     return i;
   });

@@ -54,24 +54,33 @@ template <class T>
   return round_small(clamped(v * inv, qlo, qhi)) * scale;
 }
 
-/// e^x lane by lane, the algorithm of kernels::exp_fast (within 2 ulp of libm): NaN stays NaN, x above ~88.38 is
-/// inf, below ~-87.34 is 0.
+/// e^x lane by lane for x already within [-87.3365447504, 88.3762626647949] (not NaN): vec::exp without its
+/// handling of the ends.
 template <int Lanes>
-[[gnu::always_inline]] inline void exp(Vec<Lanes>& y, const Vec<Lanes>& x) {
+[[gnu::always_inline]] inline void exp_in_range(Vec<Lanes>& y, const Vec<Lanes>& x) {
   using V = Vec<Lanes>;
   using IV = IVec<Lanes>;
-  constexpr float kHi = 88.3762626647949f, kLo = -87.3365447504f;
-  V xc = x < kLo ? kLo : x;
-  xc = xc > kHi ? kHi : xc;
-  xc = x != x ? V{} : xc;  // the integer conversion below must see a finite value
-  const V n = round_small(xc * 1.44269504088896341f);
-  const V r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  const V n = round_small(x * 1.44269504088896341f);
+  const V r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
   V p;
   exp_reduced(p, r);
   const IV bits = (__builtin_convertvector(n, IV) + 127) << 23;
   V scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  V out = p * scale;
+  y = p * scale;
+}
+
+/// e^x lane by lane, the algorithm of kernels::exp_fast (within 2 ulp of libm): NaN stays NaN, x above ~88.38 is
+/// inf, below ~-87.34 is 0.
+template <int Lanes>
+[[gnu::always_inline]] inline void exp(Vec<Lanes>& y, const Vec<Lanes>& x) {
+  using V = Vec<Lanes>;
+  constexpr float kHi = 88.3762626647949f, kLo = -87.3365447504f;
+  V xc = x < kLo ? kLo : x;
+  xc = xc > kHi ? kHi : xc;
+  xc = x != x ? V{} : xc;  // the integer conversion below must see a finite value
+  V out;
+  exp_in_range<Lanes>(out, xc);
   out = x > kHi ? __builtin_inff() : out;
   out = x < kLo ? 0.0f : out;
   y = x != x ? x : out;
