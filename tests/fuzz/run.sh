@@ -22,7 +22,8 @@ py=python3
 "$py" -c "import tomllib" 2>/dev/null || py="$root/.venv/bin/python"
 
 mkdir -p "$out/gen/etrt_generated" "$out/obj" "$out/corpus" "$out/findings"
-flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# -Wno-psabi as in meson.build: the always-inlined Vec helpers (util/vec.h) never pass a vector across a call.
+flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -Wno-psabi
        -Iinclude -I"$out/gen" -DETRT_GENERATED_KERNELS_SPLIT=1
        "-DETRT_FUZZ_PTD_PROGRAM=\"$root/tests/fixtures/reliability/program_data.pte\"")
 
