@@ -12,8 +12,8 @@
 // On aarch64 the baseline is ARMv8-A, whose Advanced SIMD (NEON) every core has, so the hot kernels' NEON variants
 // are the baseline's (written in intrinsics where GCC's vectorizer leaves speed behind). The one optional extension
 // they use is the ARMv8.2 byte dot product (SDOT, `dotprod`), level 1 there (ETRT_ISA=neondot; `neon` caps at 0),
-// read from the kernel's hardware capabilities (getauxval) and compiled under a function target attribute like the
-// x86 levels.
+// read from the kernel's hardware capabilities (getauxval); the kernel that uses it emits SDOT itself (Note [qd8 on
+// neon]) and runs only at that level.
 #pragma once
 
 #include <algorithm>
@@ -41,7 +41,6 @@ enum ArmLevel : int { kNeon = 0, kNeonDot = 1 };
 
 #if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define ETRT_ISA_ARM64 1
-#define ETRT_TARGET_NEONDOT gnu::target("arch=armv8.2-a+dotprod")
 #include <sys/auxv.h>
 #endif
 

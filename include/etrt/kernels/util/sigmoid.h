@@ -29,14 +29,13 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
       // e^-v as vec::exp computes it inside its finite range, without its selects for the ends: -v is clamped
       // into the range (a NaN to its low end), and what the ends give is restored on s. The same values as
       // 1 / (1 + vec::exp(-v)), element for element, in about four fifths of the time.
-      constexpr float kLo = -87.3365447504f, kHi = 88.3762626647949f;  // vec::exp's finite range
       V t = -v;
-      t = t > kLo ? t : kLo;  // a NaN compares false: the integer conversion below sees a finite value
-      t = t < kHi ? t : kHi;
+      t = t > vec::kExpLo ? t : vec::kExpLo;  // a NaN compares false: the integer conversion below sees a finite value
+      t = t < vec::kExpHi ? t : vec::kExpHi;
       V e;
       vec::exp_in_range<16>(e, t);
       V s = 1.0f / (1.0f + e);
-      s = v < -kHi ? V{} : s;  // e^-v overflows: vec::exp's inf, 1 / inf
+      s = v < -vec::kExpHi ? V{} : s;  // e^-v overflows: vec::exp's inf, 1 / inf
       if constexpr (kTimesX) {
         vec::store(y + i, out(v * s));  // a NaN v makes the product NaN
       } else {
