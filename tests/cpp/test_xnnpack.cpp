@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fstream>  // npz_reader.h reads files with std::ifstream
 
@@ -26,7 +28,8 @@ using etrt::test::lookup;
 std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path() / "xnnpack"; }
 
 const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",    "xnn_transformer",
-                                 "xnn_elementwise", "xnn_spatial", "xnn_ceilpool", "xnn_silu"};
+                                 "xnn_elementwise", "xnn_spatial", "xnn_ceilpool", "xnn_silu",
+                                 "xnn_winograd"};
 
 }  // namespace
 
@@ -208,6 +211,28 @@ TEST_CASE("XNNPACK: fully-connected and convolution nodes run on filters packed 
     }
     CHECK(packed > 0);
   }
+}
+
+TEST_CASE("XNNPACK: 3x3 stride-1 convolutions large enough run the Winograd transform the plan picks",
+          "[xnnpack][packed][winograd]") {
+  // xnn_winograd: a 24x24 16 -> 64 layer (F(4x4, 3x3)), a 12x12 64 -> 64 one (F(2x2, 3x3)), then a strided one
+  // (the direct GEMM). Its numbers are checked against eager by the fixture test above.
+  if (std::getenv("ETRT_WINOGRAD")) {
+    WARN("ETRT_WINOGRAD is set: the plan is not the default one");
+    return;
+  }
+  const Fixture f = first_payload("xnn_winograd");
+  auto g = parse_payload(f.payload, lookup(*f.program));
+  REQUIRE(g.has_value());
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  std::vector<int> tiles;
+  for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i)
+    if ((*e)->graph().nodes[i].kind == node_kind_code("XNNConv2d")) {
+      CHECK((*e)->packed_path(i));
+      tiles.push_back((*e)->winograd_tile(i));
+    }
+  CHECK(tiles == std::vector<int>{4, 2, 0});
 }
 
 TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing its input where only it reads that",

@@ -44,6 +44,41 @@ def test_fixture_matches_eager(portable_lib, fx):
                 np.testing.assert_array_equal(g, exp)
 
 
+_WINOGRAD_RUN = """
+import sys, numpy as np
+from executorch.extension.pybindings import portable_lib
+z = np.load(sys.argv[1])
+m = portable_lib._load_for_executorch(sys.argv[2])
+np.save(sys.argv[3], np.asarray(m.forward([np.ascontiguousarray(z["in0"])])[0]))
+"""
+
+
+def test_winograd_setting_keeps_the_fixture_within_tolerance(tmp_path):
+    """xnn_winograd's 3x3 layers run F(4x4, 3x3) and F(2x2, 3x3) by default; ETRT_WINOGRAD=2 keeps to F(2x2) and
+    =0 runs the direct GEMM. All three match eager; the direct run differs from the default in its rounding (so the
+    default did run a transform)."""
+    import os
+    import subprocess
+    import sys
+
+    fx = next(f for f in FIXTURE_LIST if f["name"] == "xnn_winograd")
+    _, expected = load_case(fx)
+    outs = {}
+    for setting in ("default", "2", "0"):
+        env = {k: v for k, v in os.environ.items() if k != "ETRT_WINOGRAD"}
+        if setting != "default":
+            env["ETRT_WINOGRAD"] = setting
+        out = tmp_path / f"{setting}.npy"
+        r = subprocess.run([sys.executable, "-c", _WINOGRAD_RUN, str(XNN / fx["npz"]), str(XNN / fx["pte"]), str(out)],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs[setting] = np.load(out)
+        np.testing.assert_allclose(outs[setting], expected[0], rtol=fx["tolerance"]["rtol"], atol=fx["tolerance"]["atol"],
+                                   err_msg=f"ETRT_WINOGRAD={setting}")
+    assert not np.array_equal(outs["default"], outs["0"])
+    assert not np.array_equal(outs["2"], outs["0"])
+
+
 def _payload_start(data: bytes) -> int:
     at = data.find(b"XH00")
     assert at >= 4

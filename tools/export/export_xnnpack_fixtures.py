@@ -190,6 +190,24 @@ class Silu(nn.Module):
         return F.silu(self.fc(y))
 
 
+class Winograd(nn.Module):
+    """3x3 stride-1 convolutions large enough for the runtime's Winograd transforms: F(4x4, 3x3) on the 24x24
+    layer (16 -> 64 channels, a folded BatchNorm, ReLU), F(2x2, 3x3) on the 12x12 one (64 -> 64, ReLU6 fused as
+    the output clamp, then a residual add); the last convolution, strided, stays on the direct GEMM."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(16, 64, 3, padding=1)
+        self.bn = nn.BatchNorm2d(64)
+        self.conv2 = nn.Conv2d(64, 64, 3, padding=1)
+        self.conv3 = nn.Conv2d(64, 16, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.bn(self.conv1(x))), 2)
+        y = F.relu6(self.conv2(y)) + y
+        return self.conv3(y)
+
+
 def fixtures():
     torch.manual_seed(SEED)
     return {
@@ -202,6 +220,7 @@ def fixtures():
         "xnn_spatial": (Spatial(), (torch.randn(1, 4, 6, 6),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_ceilpool": (CeilPool(), (torch.randn(1, 3, 12, 12),), {"rtol": 1e-5, "atol": 1e-6}),
         "xnn_silu": (Silu(), (3 * torch.randn(2, 3, 10, 11),), {"rtol": 1e-4, "atol": 1e-5}),
+        "xnn_winograd": (Winograd(), (torch.randn(1, 16, 24, 24),), {"rtol": 1e-4, "atol": 1e-5}),
     }
 
 

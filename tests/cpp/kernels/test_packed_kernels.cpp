@@ -1,8 +1,10 @@
 // The packed-filter kernels the XNNPACK delegate runs on (kernels/util/packed_gemm.h, nhwc_conv.h), on every
 // micro-kernel level, against double-precision references: row remainders, K over one block, N off the panel width,
-// bias and clamp, and convolutions with groups, strides, dilations, asymmetric padding and channel multipliers.
+// bias and clamp, and convolutions with groups, strides, dilations, asymmetric padding and channel multipliers; the
+// Winograd convolutions F(2x2, 3x3) and F(4x4, 3x3) against the same reference.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -16,6 +18,7 @@
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
+#include "etrt/kernels/util/winograd.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
@@ -212,6 +215,117 @@ TEST_CASE("nhwc depthwise: a window over the tap limit is refused, nothing writt
   std::vector<float> in(20 * 20 * 2, 1.f), f(81 * 2, 1.f), out(20 * 20 * 2, -5.f);
   CHECK_FALSE(nhwc::depthwise(g, 1, in.data(), f.data(), gemm::Epilogue{}, out.data()));
   CHECK(out[0] == -5.f);
+}
+
+namespace {
+/// A block finish that doubles what it is given, so an element finished twice (or never) is off by 2x.
+void double_block(const void*, float* c, int64_t rows, int64_t cols, int64_t ldc) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] *= 2.f;
+}
+}  // namespace
+
+TEST_CASE("winograd: F(2x2) and F(4x4) match the direct convolution's double reference", "[packed][conv][winograd]") {
+  struct Case {
+    nhwc::Geometry g;
+    bool bias, clamp;
+  };
+  const Case cases[] = {
+      {geometry(1, 9, 9, 16, 16, 3, 1, 1, {1, 1, 1, 1}), true, true},     // tiles cut by the output's edge
+      {geometry(2, 8, 11, 24, 40, 3, 1, 1, {0, 0, 0, 0}), true, false},   // no padding; 16 + 8 and 32 + 8 channels
+      {geometry(1, 7, 6, 17, 19, 3, 1, 1, {2, 1, 0, 2}), false, true},    // asymmetric padding; scalar channel tails
+      {geometry(1, 13, 12, 35, 37, 3, 1, 1, {1, 1, 1, 1}), true, true},   // 32 + 3 / 32 + 4 + 1 channels
+      {geometry(1, 1, 5, 16, 20, 3, 1, 1, {1, 1, 1, 1}), true, false},    // one input row
+      {geometry(3, 6, 6, 64, 64, 3, 1, 1, {1, 1, 1, 1}), true, true},     // batches, whole registers
+  };
+  each_level([&] {
+    for (const Case& t : cases) {
+      const nhwc::Geometry& g = t.g;
+      REQUIRE(g.valid());
+      REQUIRE(winograd::fits(g));
+      const auto in = random_floats(static_cast<size_t>(g.N * g.H * g.W * g.C), 14);
+      const auto w = random_floats(static_cast<size_t>(g.O * 9 * g.C), 15);
+      const auto bias = random_floats(static_cast<size_t>(g.O), 16);
+      gemm::Epilogue ep;
+      if (t.bias) ep.bias = bias.data();
+      if (t.clamp) ep.lo = -0.5f, ep.hi = 2.f;
+      ep.finish = &double_block;
+      const auto ref = conv_ref(g, 1, in, w, ep.bias);
+      double scale = 0;
+      for (double r : ref) scale = std::max(scale, std::abs(r));
+      for (int m : {2, 4}) {
+        const int64_t tiles = winograd::tiles(g, m);
+        // Every tile in one pass, then passes of 8 tiles (the last one short where 8 does not divide them).
+        for (int64_t chunk : {tiles, int64_t{8}}) {
+          const winograd::Plan plan{m, chunk};
+          auto f = winograd::prepare(plan, w.data(), g.C, g.O);
+          REQUIRE(f);
+          REQUIRE(f->u.size() == static_cast<size_t>((m + 2) * (m + 2)));
+          // The scratch exactly as chunk_floats says, then guard values that must survive.
+          const size_t need = winograd::chunk_floats(plan, g.C, g.O);
+          std::vector<float> scratch(need + 64, 1234.5f);
+          std::vector<float> out(static_cast<size_t>(g.N * g.OH * g.OW * g.O), -7.f);
+          winograd::conv(g, in.data(), *f, ep, out.data(), scratch.data());
+          double err = 0;
+          for (size_t i = 0; i < ref.size(); ++i) {
+            const double want = 2 * (t.clamp ? clamp_ref(ref[i], ep.lo, ep.hi) : ref[i]);
+            err = std::max(err, std::abs(out[i] - want));
+          }
+          INFO("F(" << m << "x" << m << ") N " << g.N << " H " << g.H << " W " << g.W << " C " << g.C << " O "
+                    << g.O << " chunk " << chunk << " max |ref| " << scale);
+          // F(2x2)'s rounding is the direct product's; F(4x4) loses about a decimal digit (Note [winograd]).
+          CHECK(err <= (m == 2 ? 4e-6 : 4e-5) * std::max(scale, 1.0));
+          CHECK(std::all_of(scratch.begin() + static_cast<int64_t>(need), scratch.end(),
+                            [](float v) { return v == 1234.5f; }));
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("winograd: a NaN in the input reaches the outputs whose window holds it", "[packed][conv][winograd]") {
+  const nhwc::Geometry g = geometry(1, 16, 16, 16, 16, 3, 1, 1, {1, 1, 1, 1});
+  auto in = random_floats(16 * 16 * 16, 17);
+  const auto w = random_floats(16 * 9 * 16, 18);
+  in[(3 * 16 + 3) * 16 + 5] = std::numeric_limits<float>::quiet_NaN();  // pixel (3, 3), channel 5
+  const auto at = [](int64_t oh, int64_t ow) { return static_cast<size_t>((oh * 16 + ow) * 16); };
+  for (int m : {2, 4}) {
+    auto f = winograd::prepare(winograd::Plan{m, winograd::tiles(g, m)}, w.data(), 16, 16);
+    REQUIRE(f);
+    std::vector<float> scratch(winograd::chunk_floats(f->plan, 16, 16)), out(16 * 16 * 16);
+    winograd::conv(g, in.data(), *f, gemm::Epilogue{}, out.data(), scratch.data());
+    INFO("F(" << m << "x" << m << ")");
+    // Outputs (2..4, 2..4) read pixel (3, 3): NaN in every channel. A transform mixes a tile's whole patch, so
+    // other outputs of the same tiles may be NaN too; those of tiles whose patch misses it are not.
+    for (int64_t oh = 2; oh <= 4; ++oh)
+      for (int64_t ow = 2; ow <= 4; ++ow) CHECK(std::isnan(out[at(oh, ow)]));
+    CHECK_FALSE(std::isnan(out[at(15, 15)]));
+    CHECK_FALSE(std::isnan(out[at(0, 15)]));
+    CHECK_FALSE(std::isnan(out[at(15, 0)]));
+  }
+}
+
+TEST_CASE("winograd plan: where each transform is taken, its passes and scratch", "[packed][conv][winograd]") {
+  const auto same = [](int64_t hw, int64_t c, int64_t o) { return geometry(1, hw, hw, c, o, 3, 1, 1, {1, 1, 1, 1}); };
+  CHECK(winograd::plan(same(56, 64, 64)).m == 4);    // resnet18's first stage
+  CHECK(winograd::plan(same(14, 256, 256)).m == 4);  // 16 tiles of F(4x4)
+  CHECK(winograd::plan(same(7, 512, 512)).m == 2);   // 4 tiles of F(4x4) only: the filter matrices would dominate
+  CHECK(winograd::plan(same(56, 16, 16)).m == 4);
+  CHECK(winograd::plan(same(8, 64, 64)).m == 0);     // 2.4M multiply-adds: three parallel regions cost more
+  CHECK(winograd::plan(same(56, 8, 64)).m == 0);     // too few input channels for the transforms to pay
+  CHECK(winograd::plan(geometry(1, 56, 56, 64, 64, 3, 2, 1, {1, 1, 1, 1})).m == 0);  // stride 2
+  CHECK(winograd::plan(geometry(1, 56, 56, 64, 64, 3, 1, 2, {2, 2, 2, 2})).m == 0);  // dilation 2
+  CHECK(winograd::plan(geometry(1, 56, 56, 64, 64, 5, 1, 1, {2, 2, 2, 2})).m == 0);  // 5x5
+  CHECK(winograd::plan(same(56, 64, 64), 2).m == 2);  // ETRT_WINOGRAD=2
+  CHECK(winograd::plan(same(56, 64, 64), 0).m == 0);  // ETRT_WINOGRAD=0
+  for (const auto& g : {same(56, 64, 64), same(28, 128, 128), same(7, 512, 512), same(112, 32, 32), same(20, 1024, 1024)}) {
+    const winograd::Plan p = winograd::plan(g);
+    INFO("H " << g.H << " C " << g.C << " F(" << p.m << ")");
+    REQUIRE(p.active());
+    const int64_t n = winograd::tiles(g, p.m), passes = (n + p.chunk - 1) / p.chunk;
+    CHECK(n - (passes - 1) * p.chunk >= p.chunk - passes);  // passes of about equal size: no short rest
+    CHECK(winograd::chunk_floats(p, g.C, g.O) * 4 <= static_cast<uint64_t>(winograd::kChunkBytes));
+  }
 }
 
 TEST_CASE("nhwc geometry: an output size the window does not give is not valid", "[packed][conv]") {

@@ -494,6 +494,8 @@ class Executor {
   bool packed_path(size_t i) const { return i < prepared_.size() && prepared_[i].packed_path; }
   /// Whether node `i` multiplies by its filter kept as bytes, in the int8 GEMM (Note [xnnpack int8 filters]).
   bool int8_path(size_t i) const { return i < prepared_.size() && prepared_[i].int8.active(); }
+  /// The output tile of node i's Winograd transform (4 or 2; Note [xnnpack winograd]), 0 when it runs none.
+  int winograd_tile(size_t i) const { return i < prepared_.size() ? prepared_[i].winograd.plan.m : 0; }
   /// The nodes of the SiLU chain node i heads (Note [xnnpack silu chain]): head, Sigmoid, Multiply, tail (SIZE_MAX
   /// for none); nullopt when it heads none.
   std::optional<std::array<size_t, 4>> silu_chain_at(size_t i) const {

@@ -38,7 +38,7 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNSigmoid",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::sigmoid},
     {"XNNStaticTranspose",           fields::transpose,       shape::transpose,       checks::transpose,       nullptr,                run::transpose},
     {"XNNClamp",                     fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
-    {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            scratch::conv,          run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv},
+    {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            packed::conv_scratch,   run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv},
     {"XNNDiv",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::div_out<detail::F>, fast::Div>},
     {"XNNStaticResizeBilinear2D",    fields::resize,          shape::spatial,         checks::nhwc,            nullptr,                run::resize_bilinear},
     {"XNNStaticConstantPad",         fields::constant_pad,    shape::constant_pad,    checks::constant_pad,    nullptr,                run::constant_pad},

@@ -16,10 +16,18 @@
 // and runs in integers as XNNPACK's qs8 kernels do: its input, on its grid, is turned back into bytes as it is
 // packed, and the exact int32 sums are scaled into the float output, then rounded onto the output's grid by the
 // block finish. Other CPUs, and ETRT_ISA=avx512 or below, multiply the dequantized filter in float.
+//
+// Note [xnnpack winograd]: a float 3x3, stride-1, undilated, ungrouped convolution that kernels::winograd::plan
+// finds worth it (large enough, enough channels: Note [winograd plan]) keeps its filter as the transform's packed
+// matrices instead of the GEMM's, and runs the Winograd convolution (kernels/util/winograd.h) with the scratch
+// conv_scratch reserved for its plan. The plan is made from the payload's shapes, at load, by the one function both
+// the scratch and the preparation call, so they agree. ETRT_WINOGRAD=0 turns the transform off, =2 keeps to
+// F(2x2, 3x3), whose results are closest to the direct product's.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>  // getenv: ETRT_WINOGRAD
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -28,6 +36,7 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/graph.h"
+#include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/qd8_gemm.h"
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
@@ -37,6 +46,7 @@
 #include "etrt/kernels/util/qgemm.h"
 #include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
+#include "etrt/kernels/util/winograd.h"
 
 namespace etrt::xnnpack {
 
@@ -80,9 +90,10 @@ struct PreparedNode {
   // kernels need (qd8_gemm.h); weight None when the node takes the float path.
   quant::Qd8Plan qd8;
   Int8Filter int8;  // Note [xnnpack int8 filters]; empty when the filter is multiplied in float
+  kernels::winograd::Filter winograd;  // Note [xnnpack winograd]; inactive for the GEMM
 
   /// Whether the node's filter is read only in its prepared form (its float copy may be released).
-  bool filter_prepared() const { return !packed.empty() || int8.active(); }
+  bool filter_prepared() const { return !packed.empty() || int8.active() || winograd.active(); }
 };
 
 /// A node kind's preparation; `budget` is the bytes the graph may still allocate, lowered by what it takes.
@@ -187,6 +198,36 @@ inline kernels::nhwc::Geometry geometry(const Node& n, const ValueShape& in, con
   geo.dh = std::max<uint32_t>(n.conv[8], 1), geo.dw = std::max<uint32_t>(n.conv[9], 1);
   geo.pt = n.conv[0], geo.pr = n.conv[1], geo.pb = n.conv[2], geo.pl = n.conv[3];
   return geo;
+}
+
+/// The largest Winograd output tile ETRT_WINOGRAD allows (Note [xnnpack winograd]): 4 unless it says 0 or 2.
+inline int winograd_max_tile() {
+  static const int m = [] {
+    const char* v = std::getenv("ETRT_WINOGRAD");
+    return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) ? 0 : v && std::strcmp(v, "2") == 0 ? 2 : 4;
+  }();
+  return m;
+}
+
+/// The Winograd plan of a Conv2d node for the payload's shapes (inactive where it does not apply): the one both
+/// conv_scratch and prepare::conv use (Note [xnnpack winograd]). Float input and filter only: a quantized layer run
+/// in float (a CPU without VNNI) rounds its output onto a grid, where the transform's different rounding could move
+/// a value across a step.
+inline kernels::winograd::Plan winograd_plan(const Graph& g, const Node& n) {
+  if (n.conv[12] != 1 || n.inputs[1] == kNoValue || g.values[n.inputs[1]].dims.size() != 4) return {};
+  if (g.values[n.inputs[0]].datatype != Datatype::Fp32 || g.values[n.inputs[1]].datatype != Datatype::Fp32) return {};
+  const auto geo = geometry(n, ValueShape::of(g.values[n.inputs[0]].dims), ValueShape::of(g.values[n.output].dims),
+                            g.values[n.inputs[1]].dims);
+  if (g.values[n.inputs[1]].dims[3] != geo.C) return {};
+  return kernels::winograd::plan(geo, winograd_max_tile());
+}
+
+/// Conv2d's scratch: scratch::conv's, or one Winograd pass's V and M matrices, whichever is larger.
+inline Result<uint64_t> conv_scratch(const Graph& g, const Node& n) {
+  ETRT_TRY(uint64_t need, scratch::conv(g, n));
+  const kernels::winograd::Plan p = winograd_plan(g, n);
+  if (p.active()) need = std::max(need, kernels::winograd::chunk_floats(p, g.values[n.inputs[0]].dims[3], g.values[n.output].dims[3]));
+  return need;
 }
 
 inline Status take(uint64_t& budget, uint64_t floats, const Node& n) {
@@ -294,6 +335,12 @@ inline Result<PreparedNode> conv(const Graph& g, const Node& n, std::span<float*
     p.packed_path = true;
     return p;
   }
+  if (const kernels::winograd::Plan plan = packed::winograd_plan(g, n); plan.active()) {
+    ETRT_CHECK_OK(packed::take(budget, kernels::winograd::filter_floats(plan, geo.C, geo.O), n));
+    ETRT_TRY(p.winograd, kernels::winograd::prepare(plan, ptr[w], geo.C, geo.O));
+    p.packed_path = true;
+    return p;
+  }
   ETRT_CHECK_OK(packed::take(budget, static_cast<uint64_t>(groups) * kernels::gemm::packed_b_floats(k, og), n));
   for (int64_t gi = 0; gi < groups; ++gi) {
     // B(p, j) = filter[(gi * og + j) * k + p]: row j of the group's filter rows.
@@ -342,8 +389,9 @@ inline Status fully_connected(const PreparedNode& p, const Node& n, const float*
   return {};
 }
 
-/// A Conv2d (groups of packed filters) or DepthwiseConv2d (filter in place) node on this call's shapes. `scratch`
-/// holds what scratch::conv reserved: the input as bytes on the int8 path.
+/// A Conv2d (groups of packed filters, or the Winograd transform's) or DepthwiseConv2d (filter in place) node on
+/// this call's shapes. `scratch` holds what conv_scratch reserved: the input as bytes on the int8 path, a Winograd
+/// pass's matrices.
 inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, const float* x, const ValueShape& xs,
                           const float* filter, std::span<const int64_t> fd, float* out, const ValueShape& os,
                           const float* bias, float* scratch) {
@@ -372,6 +420,13 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
       if (bias) gep.bias = bias + gi * og;
       kernels::nhwc::qconv_group(geo, bytes, pad, gi * cg, cg, p.int8.packed[gi], rq, gep, out, gi * og);
     }
+    return {};
+  }
+  if (p.winograd.active()) {
+    if (!kernels::winograd::fits(geo) || geo.C != p.winograd.C || geo.O != p.winograd.O)
+      return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
+                  " do not fit the convolution's ", p.winograd.C, " -> ", p.winograd.O, " channel 3x3 filter");
+    kernels::winograd::conv(geo, x, p.winograd, ep, out, scratch);
     return {};
   }
   const int64_t groups = static_cast<int64_t>(p.packed.size()), cg = geo.C / groups, og = geo.O / groups;

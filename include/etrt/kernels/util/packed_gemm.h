@@ -233,6 +233,13 @@ inline void packed_gemm(int64_t m, const PackedB& B, const Epilogue& ep, float* 
   }
 }
 
+/// packed_gemm on the calling thread alone, for callers that split their work across threads themselves (the
+/// Winograd convolution's per-element GEMMs); B.k >= 1.
+template <class PackA>
+inline void packed_gemm_here(int64_t m, const PackedB& B, const Epilogue& ep, float* c, int64_t ldc, PackA pack_a) {
+  if (m > 0 && B.n > 0 && B.k > 0) detail::packed_block(0, m, 0, B.panels(), B, ep, c, ldc, pack_a);
+}
+
 /// The packer for a row-major A (m x k, row stride lda).
 struct MatrixRows {
   const float* a;
