@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -76,6 +77,55 @@ TEST_CASE("shape: permute, transpose, t", "[shape]") {
   auto st = permute_copy_out<real_bool_types>(ctx, in, dup, out);
   REQUIRE(!st);
   CHECK_THAT(st.error().what, Catch::Contains("repeats"));
+}
+
+namespace {
+/// copy_views of src (sizes, strides in elements) into a dense dst, against the element-by-element definition.
+template <class U>
+void check_copy_views(std::vector<int64_t> sizes, std::vector<int64_t> sstrides, int64_t base_offset) {
+  int64_t span = 1, dn = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) span += (sizes[i] - 1) * std::abs(sstrides[i]), dn *= sizes[i];
+  std::vector<U> src(static_cast<size_t>(span + base_offset));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<U>(i * 2654435761u);
+  std::vector<U> dst(static_cast<size_t>(dn)), want(static_cast<size_t>(dn));
+  mv::View d, sv;
+  d.data = reinterpret_cast<char*>(dst.data());
+  sv.data = reinterpret_cast<char*>(src.data() + base_offset);
+  int64_t stride = dn;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    stride /= sizes[i];
+    d.push(sizes[i], stride);
+    sv.push(sizes[i], sstrides[i]);
+  }
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (int64_t k = 0; k < dn; ++k) {
+    int64_t off = base_offset, rem = k;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      off += (rem % sizes[i]) * sstrides[i];
+      rem /= sizes[i];
+    }
+    want[static_cast<size_t>(k)] = src[static_cast<size_t>(off)];
+  }
+  mv::copy_views(sizeof(U), d, sv);
+  int64_t wrong = 0;
+  for (size_t k = 0; k < dst.size(); ++k) wrong += dst[k] != want[k];
+  CHECK(wrong == 0);
+}
+}  // namespace
+
+TEST_CASE("shape: copy_views transposes in blocks, edges and batches included", "[shape][transpose]") {
+  // NCHW -> NHWC of a 3-channel image (inner dim of 3), NHWC -> NCHW of 96 channels, sizes off the 8 x 8 block,
+  // a batch dim, a flipped outer dim, 2-, 4- and 8-byte elements; large enough ones split across threads.
+  for (auto [h, w, c] : {std::array<int64_t, 3>{13, 11, 3}, {7, 9, 96}, {8, 8, 8}, {17, 5, 19}, {300, 300, 3},
+                         {112, 112, 24}}) {
+    INFO("H " << h << " W " << w << " C " << c);
+    check_copy_views<float>({h, w, c}, {w, 1, h * w}, 0);       // CHW read as HWC
+    check_copy_views<float>({c, h, w}, {1, w * c, c}, 0);       // HWC read as CHW
+    check_copy_views<uint16_t>({c, h * w}, {1, c}, 0);
+    check_copy_views<uint64_t>({h * w, c}, {1, h * w}, 0);
+    check_copy_views<float>({2, c, h * w}, {h * w * c, 1, c}, 0);                  // batched
+    check_copy_views<float>({2, c, h * w}, {-h * w * c, 1, c}, h * w * c);         // batch dim flipped
+  }
 }
 
 TEST_CASE("shape: unsqueeze / squeeze / expand, rank-0 and empty", "[shape]") {

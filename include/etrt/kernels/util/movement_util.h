@@ -5,8 +5,17 @@
 // repeat and pixel_shuffle). copy_views drops size-1 dims, orders dims by the destination's strides, merges dims that
 // are contiguous in both views and runs the innermost dim as a memcpy or a tight loop over 1/2/4/8-byte words, so
 // the element type never matters for pure movement.
+//
+// Note [blocked transpose]: when the destination's innermost dim is strided in the source and another dim is the
+// source's contiguous one (NCHW <-> NHWC, which every XNNPACK-lowered CNN runs on its input and outputs), the
+// element loop would read one element per source cache line and, on a tensor larger than the cache, fetch each
+// line once per element in it. copy_views then copies 8 x 8 blocks instead: eight source rows of eight elements
+// read contiguously, transposed in registers (4-byte elements: three rounds of shuffles), written as eight
+// contiguous destination rows; edges and other element sizes go element by element within 16 x 16 blocks. Large
+// copies split their blocks across threads.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -14,6 +23,8 @@
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/util/broadcast.h"
 #include "etrt/kernels/util/dtype_util.h"
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/parallel.h"
 
 namespace etrt::kernels::mv {
 
@@ -89,6 +100,96 @@ inline void copy_loop(char* dbase, const char* sbase, int rank, const int64_t* s
     if (!advance_offsets(last, sizes, idx.data(), ds, doff, ss, soff)) return;
   }
 }
+
+/// d[i][j] = s[j][i] for an 8 x 8 block of 4-byte words: s row j at s + j * ss, d row i at d + i * ds.
+[[gnu::always_inline]] inline void transpose_8x8(uint32_t* d, int64_t ds, const uint32_t* s, int64_t ss) {
+  typedef uint32_t V __attribute__((vector_size(32)));
+  V r[8], t[8], u[8];
+  for (int j = 0; j < 8; ++j) std::memcpy(&r[j], s + j * ss, sizeof(V));
+  for (int j = 0; j < 8; j += 2) {  // pairs of rows interleaved: (r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] ...)
+    t[j] = __builtin_shufflevector(r[j], r[j + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[j + 1] = __builtin_shufflevector(r[j], r[j + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int j = 0; j < 8; j += 4)  // pairs of pairs: four rows' elements 0, 4 / 1, 5 / 2, 6 / 3, 7
+    for (int h = 0; h < 2; ++h) {
+      u[j + 2 * h] = __builtin_shufflevector(t[j + h], t[j + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[j + 2 * h + 1] = __builtin_shufflevector(t[j + h], t[j + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int i = 0; i < 4; ++i) {  // rows 0-3 and 4-7 of the block joined: columns i and i + 4
+    const V lo = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    const V hi = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    std::memcpy(d + i * ds, &lo, sizeof(V));
+    std::memcpy(d + (i + 4) * ds, &hi, sizeof(V));
+  }
+}
+
+/// d[r * drs + c] = s[r + c * scs] for r < rows, c < cols (Note [blocked transpose]), rows [r0, r1) of them. Columns
+/// outermost, 16 at a time: the source's elements of 16 columns are read once, and each destination row gets whole
+/// 64-byte lines.
+template <class U>
+[[gnu::always_inline]] inline void transpose_rows(U* d, const U* s, int64_t r0, int64_t r1, int64_t cols, int64_t drs,
+                                                  int64_t scs) {
+  constexpr int64_t B = 16;
+  if (cols < 8 && drs == cols) {  // a few interleaved columns (an RGB image's NCHW -> NHWC): each a fixed-size loop
+    const auto interleave = [&]<int Cols>() ETRT_ISA_INLINE {
+      for (int64_t r = r0; r < r1; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < Cols; ++c) d[r * Cols + c] = s[r + c * scs];
+    };
+    switch (cols) {
+      case 2: return interleave.template operator()<2>();
+      case 3: return interleave.template operator()<3>();
+      case 4: return interleave.template operator()<4>();
+      default: break;
+    }
+  }
+  int64_t rv = r0;  // rows [r0, rv) go in 8 x 8 blocks
+  if constexpr (sizeof(U) == 4) {
+    rv = r0 + (r1 - r0) / 8 * 8;
+    const int64_t cv = cols / 8 * 8;
+    for (int64_t c0 = 0; c0 < cv; c0 += B)
+      for (int64_t r = r0; r < rv; r += 8)
+        for (int64_t c = c0; c < std::min(c0 + B, cv); c += 8)
+          transpose_8x8(reinterpret_cast<uint32_t*>(d + r * drs + c), drs,
+                        reinterpret_cast<const uint32_t*>(s + r + c * scs), scs);
+    for (int64_t r = r0; r < rv; ++r)
+      for (int64_t c = cv; c < cols; ++c) d[r * drs + c] = s[r + c * scs];
+  }
+  for (int64_t cb = 0; cb < cols; cb += B)
+    for (int64_t r = rv; r < r1; ++r)
+      for (int64_t c = cb; c < std::min(cb + B, cols); ++c) d[r * drs + c] = s[r + c * scs];
+}
+
+template <class U>
+inline void transpose_2d(U* d, const U* s, int64_t rows, int64_t cols, int64_t drs, int64_t scs) {
+  const auto run = [&](int64_t r0, int64_t r1) {
+    isa::dispatch_avx2([&]() ETRT_ISA_INLINE { transpose_rows(d, s, r0, r1, cols, drs, scs); });
+  };
+  // Split across threads on a pool (the XNNPACK delegate's), or where starting a thread costs little against the
+  // copy (4 MB and up).
+  const int64_t n = rows * cols;
+  const bool split = rows >= 16 && (n >= (int64_t{1} << 20) || (n >= (int64_t{1} << 16) && kernels::detail::current_pool()));
+  if (split) parallel_for(rows, 8, run);
+  else run(0, rows);
+}
+
+/// copy_loop for a copy whose innermost destination dim (w - 1) is strided in the source while dim t is the
+/// source's contiguous one: a 2-D transpose per index of the other dims (Note [blocked transpose]).
+template <class U>
+inline void transpose_loop(char* dbase, const char* sbase, int w, int t, const int64_t* sizes, const int64_t* ds,
+                           const int64_t* ss) {
+  std::array<int64_t, kMaxViewDims> osz{}, ods{}, oss{}, idx{};
+  int o = 0;
+  for (int i = 0; i < w - 1; ++i)
+    if (i != t) osz[o] = sizes[i], ods[o] = ds[i], oss[o] = ss[i], ++o;
+  int64_t doff = 0, soff = 0;
+  while (true) {
+    transpose_2d(reinterpret_cast<U*>(dbase) + doff, reinterpret_cast<const U*>(sbase) + soff, sizes[t], sizes[w - 1],
+                 ds[t], ss[w - 1]);
+    if (!advance_offsets(o, osz.data(), idx.data(), ods.data(), doff, oss.data(), soff)) return;
+  }
+}
+
 }  // namespace detail
 
 /// Copies src into dst (same sizes, rank <= kMaxViewDims); `esize` is the element size in bytes.
@@ -123,6 +224,20 @@ inline void copy_views(size_t esize, const View& dst, const View& src) {
       ds[w] = ds[i];
       ss[w] = ss[i];
       ++w;
+    }
+  }
+  // A transpose (Note [blocked transpose]): the destination's inner dim strided in the source, and another dim of at
+  // least 8 the source's contiguous one.
+  if (w >= 2 && ds[w - 1] == 1 && ss[w - 1] > 1 && (esize == 4 || esize == 8 || esize == 2)) {
+    int t = -1;
+    for (int i = 0; i < w - 1; ++i)
+      if (ss[i] == 1 && ds[i] > 0 && sz[i] >= 8) t = i;
+    if (t >= 0) {
+      switch (esize) {
+        case 2: return detail::transpose_loop<uint16_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
+        case 4: return detail::transpose_loop<uint32_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
+        default: return detail::transpose_loop<uint64_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
+      }
     }
   }
   switch (esize) {
