@@ -2,6 +2,8 @@
 // reference over strides, dilations, asymmetric padding, channel counts off the vector width, and NaN.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -61,4 +63,35 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
           }
     CHECK(nans > 0);
   }
+}
+
+TEST_CASE("nhwc global average pool: tails, long sums, NaN and infinity, against a double reference", "[nhwc][pool]") {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto [n, p, c] : {std::array<int64_t, 3>{1, 1, 1}, {2, 49, 144}, {1, 3136, 144}, {3, 5, 17}, {1, 130, 40},
+                         {2, 12544, 32}}) {
+    std::vector<float> in(static_cast<size_t>(n * p * c));
+    for (float& v : in) v = d(rng) + 100.f;  // a large common offset: float sums over thousands would drift
+    std::vector<float> out(static_cast<size_t>(n * c), -1.f);
+    nhwc::global_avg_pool(in.data(), n, p, c, out.data());
+    double err = 0;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double s = 0;
+        for (int64_t q = 0; q < p; ++q) s += in[static_cast<size_t>((b * p + q) * c + ch)];
+        err = std::max(err, std::abs(out[static_cast<size_t>(b * c + ch)] - s / static_cast<double>(p)));
+      }
+    INFO("N " << n << " P " << p << " C " << c);
+    CHECK(err <= 4e-5);  // a few float ulps of 100 (7.6e-6 each)
+  }
+  std::vector<float> in(4 * 20, 1.f), out(20);
+  in[2 * 20 + 3] = std::numeric_limits<float>::quiet_NaN();
+  in[1 * 20 + 18] = std::numeric_limits<float>::infinity();
+  nhwc::global_avg_pool(in.data(), 1, 4, 20, out.data());
+  CHECK(std::isnan(out[3]));
+  CHECK(std::isinf(out[18]));
+  CHECK(out[0] == 1.f);
+  std::vector<float> none(3, 0.f);
+  nhwc::global_avg_pool(nullptr, 1, 0, 3, none.data());  // no pixels: 0 / 0
+  CHECK(std::isnan(none[0]));
 }

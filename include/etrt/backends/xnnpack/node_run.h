@@ -356,11 +356,17 @@ inline Status max_pooling(const NodeRun& r, const Node& n) {
   return kernels::max_pool2d_with_indices_out<F>(r.ctx, x, ks, stride, pad, dil, false, o, it);
 }
 
+/// The mean over the pixels of each channel of an NHWC input (kernels/util/nhwc_pool.h); NaN for an input of no
+/// pixels, as torch's mean of nothing.
 inline Status global_avg_pooling(const NodeRun& r, const Node& n) {
-  ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
-  ETRT_TRY(Tensor o, r.flat(n.output));
-  const std::array<int64_t, 2> hw{1, 2};  // NHWC
-  return kernels::mean_out<F>(r.ctx, x, std::span<const int64_t>(hw), true, std::nullopt, o);
+  const ValueShape& xs = r.shapes[n.inputs[0]];  // 4-D: checks::nhwc
+  const ValueShape& os = r.shapes[n.output];
+  const int64_t N = xs.d[0], P = xs.d[1] * xs.d[2], C = xs.d[3];
+  if (os.rank != 4 || os.d[0] != N || os.d[1] != 1 || os.d[2] != 1 || os.d[3] != C)
+    return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not the input ", shape_str(xs.sizes()),
+                " pooled to one pixel");
+  kernels::nhwc::global_avg_pool(r.ptr[n.inputs[0]], N, P, C, r.ptr[n.output]);
+  return {};
 }
 
 inline Status resize_bilinear(const NodeRun& r, const Node& n) {
