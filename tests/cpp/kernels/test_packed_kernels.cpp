@@ -148,6 +148,13 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
       // K blocks of 256 that cut kernel rows (K = 9 C), at image edges: the sliced gather (gather_windows)
       {geometry(1, 6, 5, 64, 20, 3, 1, 1, {1, 1, 1, 1}), 1},   // K = 576: blocks [0, 256) [256, 512) [512, 576)
       {geometry(2, 7, 6, 40, 9, 3, 2, 1, {0, 0, 1, 1}), 1},    // K = 360, stride 2, asymmetric padding
+      // K <= 256 and no groups: kernel rows read in place (Note [conv rows in place]), the row ends gathered
+      {geometry(2, 11, 13, 3, 32, 3, 2, 1, {1, 1, 1, 1}), 1},  // a 3-channel stem, stride 2
+      {geometry(1, 9, 17, 3, 40, 7, 2, 1, {3, 3, 3, 3}), 1},   // a 7x7 stem; a narrow last panel
+      {geometry(1, 10, 10, 28, 64, 3, 1, 1, {0, 1, 2, 1}), 1}, // K = 252, asymmetric padding
+      {geometry(2, 8, 9, 64, 32, 1, 2, 1, {0, 0, 0, 0}), 1},   // a strided 1x1 (a downsample)
+      {geometry(1, 2, 20, 5, 32, 3, 1, 1, {3, 1, 3, 1}), 1},   // output rows whose kernel rows are all padding
+      {geometry(1, 6, 30, 4, 16, 3, 1, 1, {1, 1, 1, 1}), 1},   // 28 interior pixels: whole tiles, then single rows
   };
   each_level([&] {
     for (const Case& t : cases) {

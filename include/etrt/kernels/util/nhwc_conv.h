@@ -243,15 +243,88 @@ inline void qconv_group(const Geometry& g, const uint8_t* bytes, uint8_t pad, in
     qgemm::qgemm(m, B, rq, ep, out + o0, g.O, ByteWindowRows{g, bytes, c0, cg, pad});
 }
 
+namespace detail {
+
+/// Note [conv rows in place]: for a convolution whose whole filter is one K block of the packed GEMM (K = KH * KW *
+/// C <= kPackedKc: a network's stem, 3 input channels) and whose kernel rows read contiguous input (no groups, no
+/// dilation along W), the windows of MR output pixels side by side in one output row need no gather: for kernel
+/// row kh, the KW * C values pixel i reads start at input pixel (ih, ow_i * sw - pl), sw * C floats after pixel
+/// i - 1's, so the micro-kernel reads them in place with that row stride against the KW * C rows of B for kh; the
+/// kernel rows inside the input accumulate into the tile (the first writes the bias, the last clamps). Pixels whose
+/// window leaves the input along W (the row's ends) take the gathered path. The gather cost as much as the multiply
+/// for a 3-channel stem (K = 27); a strided 1x1 convolution (a ResNet's downsample) reads its pixels so too.
+inline bool rows_in_place_fit(const Geometry& g, int64_t cg, const gemm::PackedB& B) {
+  return cg == g.C && g.dw == 1 && B.k == g.KH * g.KW * g.C && B.k <= gemm::kPackedKc;
+}
+
+/// Output rows [r0, r1) (row = n * OH + oh) of conv_group on the path of Note [conv rows in place].
+inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::PackedB& B, const gemm::Epilogue& ep,
+                               float* out, int64_t r0, int64_t r1) {
+  const gemm::detail::Micro<float> mk = gemm::detail::micro_c_kernels(B.level);
+  const int mr = mk.mr, nr = mk.nr;
+  const int64_t C = g.C, O = g.O, run = g.KW * C, panels = B.panels();
+  // Output columns whose window lies inside the input along W.
+  const int64_t ow_lo = std::min(g.OW, (g.pl + g.sw - 1) / g.sw);
+  const int64_t ow_hi = g.W - g.KW + g.pl < 0 ? 0 : std::max(ow_lo, std::min(g.OW, (g.W - g.KW + g.pl) / g.sw + 1));
+  alignas(64) float tile[gemm::detail::kMaxMr * 32];
+  WindowRows gather{g, in, 0, C};
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t oh = row % g.OH, n = row / g.OH, ih0 = oh * g.sh - g.pt;
+    const int64_t px0 = row * g.OW;  // the output pixel index of column 0
+    // The row's ends through the gathered GEMM (it runs ep.finish on them).
+    if (ow_lo > 0) gemm::detail::packed_block(px0, px0 + ow_lo, 0, panels, B, ep, out, O, gather);
+    if (ow_hi < g.OW) gemm::detail::packed_block(px0 + ow_hi, px0 + g.OW, 0, panels, B, ep, out, O, gather);
+    int64_t kh0 = 0, kh1 = g.KH;  // kernel rows inside the input
+    while (kh0 < g.KH && ih0 + kh0 * g.dh < 0) ++kh0;
+    while (kh1 > kh0 && ih0 + (kh1 - 1) * g.dh >= g.H) --kh1;
+    for (int64_t ow = ow_lo; ow < ow_hi;) {
+      const int64_t rows = ow + mr <= ow_hi ? mr : 1;
+      const gemm::detail::MicroC fn = rows == mr ? mk.full : mk.row;
+      float* c = out + (px0 + ow) * O;
+      for (int64_t panel = 0; panel < panels; ++panel) {
+        const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B.n - j);
+        const float* bp = B.block(0, panel, B.k);
+        if (kh0 == kh1) {  // every kernel row in the padding: the bias, clamped
+          std::fill(tile, tile + rows * nr, 0.f);
+          gemm::detail::store_tile(tile, nr, rows, cols, c, O, j, ep, true, true);
+          continue;
+        }
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const bool first = kh == kh0, last = kh + 1 == kh1;
+          const float* a = in + ((n * g.H + ih0 + kh * g.dh) * g.W + ow * g.sw - g.pl) * C;
+          const float* b = bp + kh * run * nr;
+          if (cols == nr) {
+            fn(run, a, 1, g.sw * C, b,
+               gemm::detail::TileOut{c + j, O, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
+                                     ep.lo, ep.hi});
+          } else {  // the last, narrower panel: through the tile buffer, bias and clamp as it is stored
+            fn(run, a, 1, g.sw * C, b, gemm::detail::TileOut{tile, nr, nullptr, !first, false, 0.f, 0.f});
+            if (last) gemm::detail::store_tile(tile, nr, rows, cols, c, O, j, ep, true, true);
+          }
+        }
+      }
+      ep.finish_block(c, rows, O, O);
+      ow += rows;
+    }
+  }
+}
+
+}  // namespace detail
+
 /// out = clamp(conv(in, filter) + bias) for one group: filter packed as B (K = KH * KW * cg rows, the group's output
 /// channels as columns), writing output channels [o0, o0 + B.n).
 inline void conv_group(const Geometry& g, const float* in, int64_t c0, int64_t cg, const gemm::PackedB& B,
                        const gemm::Epilogue& ep, float* out, int64_t o0) {
   const int64_t m = g.N * g.OH * g.OW;
-  if (g.pointwise() && cg == g.C)
-    gemm::packed_gemm(m, B, ep, out + o0, g.O, gemm::MatrixRows{in, g.C});
-  else
-    gemm::packed_gemm(m, B, ep, out + o0, g.O, WindowRows{g, in, c0, cg});
+  if (g.pointwise() && cg == g.C) return gemm::packed_gemm(m, B, ep, out + o0, g.O, gemm::MatrixRows{in, g.C});
+  if (detail::rows_in_place_fit(g, cg, B) && o0 == 0 && B.n == g.O) {
+    const int64_t rows = g.N * g.OH;
+    const auto run = [&](int64_t r0, int64_t r1) { detail::conv_rows_in_place(g, in, B, ep, out, r0, r1); };
+    if (m * B.n * B.k < min_parallel_work() || rows < 2) run(0, rows);
+    else parallel_for(rows, 1, run);
+    return;
+  }
+  gemm::packed_gemm(m, B, ep, out + o0, g.O, WindowRows{g, in, c0, cg});
 }
 
 namespace detail {
