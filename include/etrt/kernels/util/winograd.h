@@ -345,7 +345,9 @@ template <class T>
 inline void run(const nhwc::Geometry& g, const float* in, const Filter& f, const gemm::Epilogue& ep, float* out,
                 float* scratch) {
   constexpr int a = T::a, m = T::m;
-  const auto [input_fn, output_fn] = pick<T>();
+  const auto fns = pick<T>();  // not a structured binding: clang before 16 cannot capture one in a lambda
+  const InputFn<T> input_fn = fns.first;
+  const OutputFn<T> output_fn = fns.second;
   const int64_t total = tiles(g, m), C = g.C, O = g.O;
   for (int64_t t0 = 0; t0 < total; t0 += f.plan.chunk) {
     const int64_t rows = std::min(f.plan.chunk, total - t0);
