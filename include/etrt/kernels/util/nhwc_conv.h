@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/packed_gemm.h"
@@ -44,6 +45,13 @@ struct Geometry {
     for (int64_t v : {N, pt, pl, pb, pr})
       if (v < 0 || v > kMax) return false;
     return OH == out_size(H, pt, pb, KH, sh, dh) && OW == out_size(W, pl, pr, KW, sw, dw);
+  }
+  /// Output columns [lo, hi) whose window lies wholly inside the input along W, for a window without dilation along
+  /// W; hi >= lo (an empty range where no window fits).
+  std::pair<int64_t, int64_t> inside_columns() const {
+    const int64_t lo = std::min(OW, (pl + sw - 1) / sw);
+    const int64_t last = W - KW + pl;  // the largest ow * sw a window inside the input may start at
+    return {lo, last < 0 ? lo : std::max(lo, std::min(OW, last / sw + 1))};
   }
   bool pointwise() const {
     return KH == 1 && KW == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && pb == 0 && pr == 0 && OH == H && OW == W;
@@ -263,9 +271,7 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
   const gemm::detail::Micro<float> mk = gemm::detail::micro_c_kernels(B.level);
   const int mr = mk.mr, nr = mk.nr;
   const int64_t C = g.C, O = g.O, run = g.KW * C, panels = B.panels();
-  // Output columns whose window lies inside the input along W.
-  const int64_t ow_lo = std::min(g.OW, (g.pl + g.sw - 1) / g.sw);
-  const int64_t ow_hi = g.W - g.KW + g.pl < 0 ? 0 : std::max(ow_lo, std::min(g.OW, (g.W - g.KW + g.pl) / g.sw + 1));
+  const auto [ow_lo, ow_hi] = g.inside_columns();
   alignas(64) float tile[gemm::detail::kMaxMr * 32];
   WindowRows gather{g, in, 0, C};
   for (int64_t row = r0; row < r1; ++row) {
@@ -406,8 +412,7 @@ template <int Lanes, int KH, int KW>
   using V = vec::Vec<Lanes>;
   const int64_t O = g.O, C = g.C, vec_end = O / Lanes * Lanes;
   // Output columns whose window is inside the input: iw0 = ow * sw - pl >= 0 and iw0 + KW - 1 < W.
-  const int64_t ow_lo = std::min(g.OW, (g.pl + g.sw - 1) / g.sw);
-  const int64_t ow_hi = g.W - KW + g.pl < 0 ? 0 : std::min(g.OW, (g.W - KW + g.pl) / g.sw + 1);
+  const auto [ow_lo, ow_hi] = g.inside_columns();  // KW == g.KW
   const bool clamp = ep.clamps();
   const float lo = ep.lo, hi = ep.hi;
   for (int64_t row = r0; row < r1; ++row) {
