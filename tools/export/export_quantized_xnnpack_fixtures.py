@@ -118,6 +118,32 @@ class MBConv(nn.Module):
         return self.fc(y.mean((2, 3)))
 
 
+class MobileNetStage(nn.Module):
+    """mobilenet_v2's inverted residuals, whose activations the executor holds as bytes from node to node (Note [byte
+    activations]): a 3x3 stride-2 stem, expanding 1x1 convolutions, 3x3 and 5x5 depthwise convolutions at strides 1
+    and 2 over 40, 48 and 72 channels (whole 16-channel blocks and tails), projections, residual adds (one reading
+    another add's output), and the feature map itself as the output: 1,344 values, where a pooled output would hide
+    a wrong byte."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        # (in, expanded, out, kernel, stride): a residual where stride 1 and in == out
+        self.shapes = [(16, 40, 16, 3, 1), (16, 40, 16, 3, 1), (16, 48, 24, 5, 2), (24, 72, 24, 3, 1)]
+        self.blocks = nn.ModuleList()
+        for cin, mid, cout, k, stride in self.shapes:
+            self.blocks.append(nn.ModuleList([nn.Conv2d(cin, mid, 1),
+                                              nn.Conv2d(mid, mid, k, stride=stride, padding=k // 2, groups=mid),
+                                              nn.Conv2d(mid, cout, 1)]))
+
+    def forward(self, x):
+        x = F.relu6(self.stem(x))
+        for (cin, _, cout, _, stride), (expand, dw, project) in zip(self.shapes, self.blocks):
+            y = project(F.relu6(dw(F.relu6(expand(x)))))
+            x = y + x if stride == 1 and cin == cout else y
+        return x
+
+
 def calibrate(model, example):
     torch.manual_seed(SEED + 1)
     for _ in range(8):
@@ -166,6 +192,7 @@ def fixtures():
     torch.manual_seed(SEED)
     mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
     mbconv, silu_mlp = MBConv().eval(), SiluMLP().eval()
+    stage = MobileNetStage().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
         cnn.bn.running_var.uniform_(0.5, 1.5)
@@ -180,6 +207,7 @@ def fixtures():
         "q_cnn_static_xnnpack": (cnn, x_cnn, False, True),
         "q_inverted_residual_xnnpack": (block, (torch.randn(1, 3, 12, 12),), False, True),
         "q_mbconv_xnnpack": (mbconv, (2 * torch.randn(1, 3, 12, 10),), False, True),
+        "q_mobilenet_stage_xnnpack": (stage, (torch.randn(1, 3, 32, 28),), False, True),
         "q_silu_mlp_dynamic_xnnpack": (silu_mlp, (torch.randn(3, 16),), True, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),
         "q_cnn_static_portable": (cnn, x_cnn, False, False),

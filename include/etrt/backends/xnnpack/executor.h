@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>  // uintptr_t: constant alignment
+#include <cstdlib>  // getenv: ETRT_BYTE_ACTIVATIONS
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -17,8 +18,11 @@
 #include <new>  // std::nothrow
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "etrt/backends/xnnpack/byte_values.h"
+#include "etrt/backends/xnnpack/clamp_fusion.h"
 #include "etrt/backends/xnnpack/graph.h"
 #include "etrt/backends/xnnpack/intermediate_plan.h"
 #include "etrt/backends/xnnpack/node_table.h"
@@ -54,6 +58,7 @@ class Executor {
       ETRT_CHECK_OK(checks::common(g, n));
       e->kinds_.push_back(kind);
     }
+    const std::vector<bool> folded = fold_clamps(g);  // Note [xnnpack clamp fusion]
     const std::vector<Fusion> fusable = e->fusable_readers(g);
     const std::vector<SiluFusion> silus = e->silu_fusions(g);
     std::vector<std::pair<uint32_t, size_t>> written_early;
@@ -136,7 +141,8 @@ class Executor {
       if (!e->kinds_[i]->prepare) continue;
       ETRT_TRY(e->prepared_[i], e->kinds_[i]->prepare(g, g.nodes[i], e->ptr_, budget));
     }
-    e->fused_.assign(g.nodes.size(), false);
+    e->fused_.assign(folded.begin(), folded.end());
+    std::vector<bool> in_writer(g.nodes.size(), false);  // Note [xnnpack block finish]'s readers
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (!e->prepared_[i].packed_path) continue;
       BlockFinish& f = e->prepared_[i].finish;
@@ -157,7 +163,7 @@ class Executor {
       f.ptr = &e->ptr_;
       f.src = v;
       f.dst = next.output;
-      e->fused_[next.index] = true;
+      e->fused_[next.index] = in_writer[next.index] = true;
     }
     for (const SiluFusion& s : silus) {  // Note [xnnpack silu]
       PreparedNode& p = e->prepared_[s.writer];
@@ -181,6 +187,7 @@ class Executor {
       for (size_t i : {ch.sigmoid, ch.multiply, ch.tail})
         if (i != ch.head && i != SIZE_MAX) e->fused_[i] = true;
     }
+    e->hold_bytes(g, in_writer);
     e->release_packed_only_copies(g);
     e->unrounded_ = qd8_only_inputs(g, e->kinds_, e->prepared_, e->stays_quantized_);
     e->row_params_.resize(g.values.size());
@@ -358,6 +365,44 @@ class Executor {
 
   /// A float copy of a constant (a dequantized or realigned filter) that only packed nodes read is not kept beside
   /// their packed copies: those nodes read the filter (input 1) from their panels alone.
+  /// Note [byte activations]: which values are held as bytes, and each node's part in it (PreparedNode::bytes_in,
+  /// bytes_out, BlockFinish::byte_zero). ETRT_BYTE_ACTIVATIONS=0 keeps every value a float (for comparisons).
+  void hold_bytes(const Graph& g, const std::vector<bool>& in_writer) {
+    static const bool off = [] {
+      const char* v = std::getenv("ETRT_BYTE_ACTIVATIONS");
+      return v && std::string_view(v) == "0";
+    }();
+    bytes_.assign(g.values.size(), false);
+    if (off) return;
+    std::vector<ByteForm> forms(g.nodes.size(), ByteForm::None);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      const PreparedNode& p = prepared_[i];
+      const ByteForm f = kinds_[i]->bytes;
+      if (chain_at_[i] >= 0 || (fused_[i] && !in_writer[i]) || p.finish.silu) continue;
+      const bool grids = packed::grid_step(p.finish.grid) && packed::grid_step(p.finish.next_grid);
+      if (f == ByteForm::Gemm && p.int8.active() && grids) forms[i] = f;
+      if (f == ByteForm::Joint && p.packed_path && p.byte_dw.active() && grids) forms[i] = f;
+      if (f == ByteForm::Joint && !p.packed_path && n.inputs.size() == 2 && n.output != kNoValue &&
+          g.values[n.inputs[0]].dims == g.values[n.output].dims && g.values[n.inputs[1]].dims == g.values[n.output].dims)
+        forms[i] = f;
+    }
+    const std::vector<bool> bytes = byte_values(g, forms, prepared_, in_writer);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      PreparedNode& p = prepared_[i];
+      if (forms[i] != ByteForm::None) {
+        for (size_t k = 0; k < byte_inputs(n, forms[i]); ++k)
+          if (n.inputs[k] != kNoValue && bytes[n.inputs[k]]) p.bytes_in |= static_cast<uint8_t>(1u << k);
+        const uint32_t out = stored_output(g, p, i);
+        p.bytes_out = bytes[out];
+        if (p.bytes_out) p.finish.byte_zero = byte_zero(g.values[out]);
+      }
+      if (!p.bytes_out) p.byte_dw = {};  // runs the float depthwise loop
+    }
+    bytes_ = bytes;
+  }
+
   void release_packed_only_copies(const Graph& g) {
     std::vector<bool> read_as_floats(g.values.size(), false);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -404,6 +449,7 @@ class Executor {
     if (dynamic) {
       for (size_t i = 0; i < g_.nodes.size(); ++i) {
         const Node& n = g_.nodes[i];
+        if (n.output == kNoValue) continue;  // a Clamp folded into its input's writer (Note [xnnpack clamp fusion])
         ETRT_TRY(const ValueShape o, kinds_[i]->shape(g_, n, shapes_));
         if (o.rank != planned_shapes_[n.output].rank || o.numel() > g_.values[n.output].numel)
           return fail(Error::InvalidArgument, n.where(), ": output shape ", shape_str(o.sizes()),
@@ -505,6 +551,8 @@ class Executor {
   }
   /// Whether node i runs inside the node writing its input (Note [xnnpack block finish]).
   bool runs_in_writer(size_t i) const { return i < fused_.size() && fused_[i]; }
+  /// Whether value `id` is held as bytes (Note [byte activations]).
+  bool holds_bytes(uint32_t id) const { return id < bytes_.size() && bytes_[id]; }
   /// True while the executor holds a float copy of value `id` (a dequantized or realigned constant).
   bool holds_float_copy(uint32_t id) const { return id < storage_.size() && storage_[id] != nullptr; }
 
@@ -635,6 +683,7 @@ class Executor {
   std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks
+  std::vector<bool> bytes_;                          // by value id: held as bytes (Note [byte activations])
   std::vector<bool> unrounded_;                      // qd8_only_inputs
   std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
   std::vector<bool> fused_;                          // by node position: run by the node writing its input

@@ -158,4 +158,38 @@ inline void sigmoid(const float* x, float* y, int64_t n, Out out = {}) {
   });
 }
 
+/// A value held as bytes (Note [byte activations]): the real number (byte - zero) x scale.
+struct ByteOperand {
+  const uint8_t* p;
+  float zero, scale;
+  template <class T>
+  [[gnu::always_inline]] T real(T byte) const { return (byte - zero) * scale; }
+};
+
+/// o = the byte of out(op(a, b)) on o's grid (byte zero `o_zero`), over n elements of equal shapes. The reals are
+/// the floats the float path holds for these bytes ((byte - zero) x scale is the grid point's one product), so the
+/// results are its results, as bytes.
+template <class Op>
+inline void binary_bytes(ByteOperand a, ByteOperand b, uint8_t* o, int64_t n, Op op, const OutGrid& out,
+                         float o_zero) {
+  // By value: a byte store may alias anything, so what a reference reaches would be reloaded after every one.
+  const auto byte = [out, o_zero](auto v) ETRT_ISA_INLINE {
+    return kernels::vec::round_small(kernels::vec::clamped(kernels::vec::clamped(v, out.lo, out.hi) * out.inv,
+                                                           out.qlo, out.qhi)) + o_zero;
+  };
+  kernels::parallel_elements(n, 1, [&, a, b, o, op](int64_t i0, int64_t i1) {
+    kernels::isa::dispatch([&, a, b, o, op, byte]() ETRT_ISA_INLINE {
+      int64_t i = i0;
+      for (; i + 16 <= i1; i += 16) {
+        const auto va = a.real(kernels::vec::load_bytes<16>(a.p + i)), vb = b.real(kernels::vec::load_bytes<16>(b.p + i));
+        kernels::vec::store_bytes<16>(o + i, byte(op(va, vb)));
+      }
+      for (; i < i1; ++i) {
+        const float v = byte(op(a.real(static_cast<float>(a.p[i])), b.real(static_cast<float>(b.p[i]))));
+        o[i] = v == v ? static_cast<uint8_t>(v) : uint8_t{255};  // NaN (an op such as 0 / 0): as the vector store
+      }
+    });
+  });
+}
+
 }  // namespace etrt::xnnpack::fast

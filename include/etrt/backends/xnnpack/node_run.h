@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/argmax_pooling.h"
+#include "etrt/backends/xnnpack/byte_values.h"
 #include "etrt/backends/xnnpack/fast_elementwise.h"
 #include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/packed_filters.h"
@@ -139,6 +140,21 @@ template <BinaryKernel Kernel, class Op>
 Status binary(const NodeRun& r, const Node& n) {
   const uint32_t ia = n.inputs[0], ib = n.inputs[1];
   const auto grid = r.out_grid(n);
+  if (r.prepared[n.index].bytes_out) {  // and its inputs: ByteForm::Joint (Note [byte activations])
+    const ValueShape& os = r.shapes[n.output];
+    if (!(r.shapes[ia] == os && r.shapes[ib] == os) || !grid)
+      return fail(Error::InvalidArgument, "inputs ", shape_str(r.shapes[ia].sizes()), " and ",
+                  shape_str(r.shapes[ib].sizes()), " differ from the output ", shape_str(os.sizes()),
+                  " this call; its int8 values take equal shapes");
+    const auto operand = [&](uint32_t id) {
+      const Value& v = r.g.values[id];
+      return fast::ByteOperand{reinterpret_cast<const uint8_t*>(r.ptr[id]), byte_zero(v), v.quant.scale};
+    };
+    fast::binary_bytes(operand(ia), operand(ib), reinterpret_cast<uint8_t*>(r.ptr[n.output]), os.numel(), Op{},
+                       *grid, byte_zero(r.g.values[n.output]));
+    r.output_on_grid = true;
+    return {};
+  }
   if (fast::binary(r.shapes[ia], r.ptr[ia], r.shapes[ib], r.ptr[ib], r.shapes[n.output], r.ptr[n.output], Op{},
                    grid ? &*grid : nullptr)) {
     r.output_on_grid = grid.has_value();

@@ -10,6 +10,7 @@
 #include <span>
 #include <string_view>
 
+#include "etrt/backends/xnnpack/byte_values.h"
 #include "etrt/backends/xnnpack/graph_checks.h"
 #include "etrt/backends/xnnpack/node_fields.h"
 #include "etrt/backends/xnnpack/node_run.h"
@@ -27,24 +28,25 @@ struct NodeKind {
   RunFn run = nullptr;
   bool reads_weights_in_blocks = false;  // a quantized 2-D filter (input 1) may stay quantized (executor.h)
   PrepareFn prepare = nullptr;           // load-time preparation (packed_filters.h); nullptr: none
+  ByteForm bytes = ByteForm::None;       // Note [byte activations] (byte_values.h)
 };
 
 // clang-format off
 inline constexpr NodeKind kNodeKinds[] = {
     {"NONE"},
-    {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>},
-    {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true, prepare::fully_connected},
+    {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>, false, nullptr, ByteForm::Joint},
+    {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true, prepare::fully_connected, ByteForm::Gemm},
     {"XNNSoftmax",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::softmax_last_dim>},
     {"XNNSigmoid",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::sigmoid},
     {"XNNStaticTranspose",           fields::transpose,       shape::transpose,       checks::transpose,       nullptr,                run::transpose},
     {"XNNClamp",                     fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
-    {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            packed::conv_scratch,   run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv},
+    {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            packed::conv_scratch,   run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv,           ByteForm::Gemm},
     {"XNNDiv",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::div_out<detail::F>, fast::Div>},
     {"XNNStaticResizeBilinear2D",    fields::resize,          shape::spatial,         checks::nhwc,            nullptr,                run::resize_bilinear},
     {"XNNStaticConstantPad",         fields::constant_pad,    shape::constant_pad,    checks::constant_pad,    nullptr,                run::constant_pad},
     {"XNNAvgPooling2d",              fields::pooling,         shape::spatial,         checks::avg_pooling,     nullptr,                run::avg_pooling},
     {"XNNMinimum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::minimum_out<detail::F>, fast::Min>},
-    {"XNNDepthwiseConv2d",           fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Depthwise>, false, prepare::depthwise_conv},
+    {"XNNDepthwiseConv2d",           fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Depthwise>, false, prepare::depthwise_conv, ByteForm::Joint},
     {"XNNMaxPooling2d",              fields::pooling,         shape::spatial,         checks::nhwc,            scratch::max_pooling,   run::max_pooling},
     {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>, fast::Mul>},
     {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract, fast::Sub>},

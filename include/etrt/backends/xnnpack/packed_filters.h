@@ -41,6 +41,7 @@
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/result.h"
+#include "etrt/kernels/util/nhwc_byte_depthwise.h"
 #include "etrt/kernels/util/nhwc_conv.h"
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/qgemm.h"
@@ -64,6 +65,7 @@ struct BlockFinish {
   Grid next_grid;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   bool silu = false;    // or: the Sigmoid and Multiply of x * sigmoid(x), clamped to [lo, hi], into value `dst`
+  float byte_zero = 0.f;  // Note [byte activations]: the stored value's byte of 0, where it is held as bytes
   const std::vector<float*>* ptr = nullptr;
   uint32_t src = 0, dst = 0;
   bool any() const { return round || next || silu; }
@@ -81,6 +83,14 @@ struct Int8Filter {
   kernels::qgemm::Requant requant(int64_t o0) const { return {zero_sum.data() + o0, scale.data() + o0}; }
 };
 
+/// A depthwise filter for the byte kernel (Note [byte depthwise]): the int8 filter's integers as floats, and per
+/// channel the input's scale times the filter's and the bias, each padded to whole blocks of channels with zeros.
+struct ByteDepthwiseFilter {
+  std::vector<float> weights, scale, bias;
+  float in_zero = 0.f;
+  bool active() const { return !scale.empty(); }
+};
+
 /// What a node prepared at load (Note [xnnpack packed filters]).
 struct PreparedNode {
   bool packed_path = false;                      // the node runs on the packed kernels and applies its own clamp
@@ -91,6 +101,11 @@ struct PreparedNode {
   quant::Qd8Plan qd8;
   Int8Filter int8;  // Note [xnnpack int8 filters]; empty when the filter is multiplied in float
   kernels::winograd::Filter winograd;  // Note [xnnpack winograd]; inactive for the GEMM
+  ByteDepthwiseFilter byte_dw;         // Note [byte depthwise]; inactive where the byte kernel does not apply
+  // Note [byte activations] (byte_values.h), set by the executor: bit k set when input k is held as bytes, and
+  // whether the value the node stores is.
+  uint8_t bytes_in = 0;
+  bool bytes_out = false;
 
   /// Whether the node's filter is read only in its prepared form (its float copy may be released).
   bool filter_prepared() const { return !packed.empty() || int8.active() || winograd.active(); }
@@ -160,6 +175,11 @@ inline std::pair<kernels::qgemm::Requant, kernels::gemm::Epilogue> int8_requant(
   const auto a = grid_step(f.grid), b = grid_step(f.next_grid);
   if (!f.any() || (f.round && !a) || (f.next && !b)) return {rq, ep};  // the callback keeps the exact 32-bit path
   kernels::qgemm::OutputGrid& g = rq.out;
+  if (p.bytes_out) {  // Note [byte activations]: byte_values admits only 8-bit grids, which grid_step takes
+    g.out = out;
+    g.bytes = reinterpret_cast<uint8_t*>(f.next ? (*f.ptr)[f.dst] : const_cast<float*>(out));
+    g.byte_zero = f.byte_zero;
+  }
   if (f.round) {
     g.round = true;
     g.grid = *a;
@@ -276,6 +296,46 @@ inline Result<Int8Filter> int8_filter(const Graph& g, const Node& n, int64_t row
   return f;
 }
 
+/// The byte kernel's filter (Note [byte depthwise]) of a depthwise node of one output per channel whose input is
+/// quantized per tensor (8-bit) and whose filter is int8 with zero point 0 (qcint8 per channel, qint8 per tensor);
+/// an inactive one otherwise. Whether the node runs on it is the executor's choice (Note [byte activations]).
+inline Result<ByteDepthwiseFilter> byte_depthwise_filter(const Graph& g, const Node& n, std::span<float* const> ptr,
+                                                         const kernels::nhwc::Geometry& geo, uint64_t& budget) {
+  ByteDepthwiseFilter f;
+  const Value& xv = g.values[n.inputs[0]];
+  const Value& wv = g.values[n.inputs[1]];
+  if ((xv.datatype != Datatype::QInt8 && xv.datatype != Datatype::QUInt8) || xv.quant.kind != QuantKind::PerTensor ||
+      !kernels::nhwc::byte_depthwise_fits(geo))
+    return f;
+  const float sx = xv.quant.scale;
+  const int64_t taps = geo.KH * geo.KW, C = geo.C, Cp = kernels::nhwc::byte_depthwise_channels(C);
+  if (!(sx > 0.f) || !std::isfinite(sx) || wv.numel != taps * C || wv.constant.size() != static_cast<size_t>(wv.numel))
+    return f;
+  const bool per_channel = wv.datatype == Datatype::QCInt8 && wv.quant.kind == QuantKind::PerChannel &&
+                           wv.quant.channel_dim == 3 && wv.quant.scales.size() == static_cast<size_t>(C);
+  const bool per_tensor = wv.datatype == Datatype::QInt8 && wv.quant.kind == QuantKind::PerTensor &&
+                          wv.quant.zero_point == 0;
+  if (!per_channel && !per_tensor) return f;
+  const float* bias = n.inputs[2] != kNoValue ? ptr[n.inputs[2]] : nullptr;
+  if (n.inputs[2] != kNoValue && !bias) return f;
+  ETRT_CHECK_OK(take(budget, static_cast<uint64_t>((taps + 2) * Cp), n));
+  const auto* w = reinterpret_cast<const int8_t*>(wv.constant.data());
+  f.weights.assign(static_cast<size_t>(taps * Cp), 0.f);
+  f.scale.assign(static_cast<size_t>(Cp), 0.f);
+  f.bias.assign(static_cast<size_t>(Cp), 0.f);
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t c = 0; c < C; ++c) f.weights[static_cast<size_t>(t * Cp + c)] = static_cast<float>(w[t * C + c]);
+  for (int64_t c = 0; c < C; ++c) {
+    const float s = sx * (per_channel ? wv.quant.scales[static_cast<size_t>(c)] : wv.quant.scale);
+    const float b = bias ? bias[c] : 0.f;
+    if (!std::isfinite(s) || !std::isfinite(b)) return ByteDepthwiseFilter{};
+    f.scale[static_cast<size_t>(c)] = s;
+    f.bias[static_cast<size_t>(c)] = b;
+  }
+  f.in_zero = static_cast<float>(xv.quant.zero_point + (xv.datatype == Datatype::QInt8 ? 128 : 0));
+  return f;
+}
+
 }  // namespace packed
 
 namespace prepare {
@@ -352,7 +412,8 @@ inline Result<PreparedNode> conv(const Graph& g, const Node& n, std::span<float*
 }
 
 /// DepthwiseConv2d: the [1, KH, KW, C * M] filter is read in place; only the geometry is checked.
-inline Result<PreparedNode> depthwise_conv(const Graph& g, const Node& n, std::span<float* const> ptr, uint64_t&) {
+inline Result<PreparedNode> depthwise_conv(const Graph& g, const Node& n, std::span<float* const> ptr,
+                                           uint64_t& budget) {
   PreparedNode p;
   const uint32_t w = n.inputs[1];
   if (!packed::float_constant(g, ptr, w)) return p;
@@ -362,6 +423,7 @@ inline Result<PreparedNode> depthwise_conv(const Graph& g, const Node& n, std::s
       geo.KH * geo.KW > kernels::nhwc::kMaxDepthwiseTaps || !packed::bias_fits(g, n, geo.O))
     return p;
   p.packed_path = true;
+  ETRT_TRY(p.byte_dw, packed::byte_depthwise_filter(g, n, ptr, geo, budget));
   return p;
 }
 
@@ -380,7 +442,12 @@ inline Status fully_connected(const PreparedNode& p, const Node& n, const float*
   const int64_t m = xs.numel() / k;
   if (os.numel() != m * cols)
     return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not ", m, " x ", cols);
-  if (int8) {
+  if (int8 && (p.bytes_in & 1)) {  // Note [byte activations]: read in place, the tail past the rows made readable
+    auto* bytes = reinterpret_cast<uint8_t*>(const_cast<float*>(x));
+    std::memset(bytes + xs.numel(), 0, 64);
+    const auto [rq, ep] = int8_requant(p, n, bias, 0, out);
+    kernels::qgemm::qgemm(m, p.int8.packed[0], rq, ep, out, cols, kernels::nhwc::ByteRows{bytes, k});
+  } else if (int8) {
     const auto [rq, ep] = int8_requant(p, n, bias, 0, out);
     kernels::qgemm::qgemm(m, p.int8.packed[0], rq, ep, out, cols, kernels::nhwc::QuantizedRows{x, k, k, p.int8.to_bytes});
   } else {
@@ -400,6 +467,29 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
     return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
                 " do not fit the convolution's window");
   const kernels::gemm::Epilogue ep = epilogue(p, n, bias);
+  if (depthwise && p.bytes_out) {  // and its input: ByteForm::Joint (Note [byte depthwise])
+    kernels::nhwc::ByteDepthwise k{p.byte_dw.weights.data(), p.byte_dw.scale.data(), p.byte_dw.bias.data(),
+                                   p.byte_dw.in_zero, ep.lo, ep.hi, {}};
+    const BlockFinish& f = p.finish;
+    const auto a = grid_step(f.grid), b = grid_step(f.next_grid);
+    if (!a || (f.next && !b)) return fail(Error::Internal, "a byte depthwise output off an 8-bit grid");
+    k.out.round = true;
+    k.out.grid = *a;
+    k.out.next = f.next;
+    if (f.next) {
+      k.out.lo = f.lo;
+      k.out.hi = f.hi;
+      k.out.next_grid = *b;
+    }
+    k.out.byte_zero = f.byte_zero;
+    auto* dst = reinterpret_cast<uint8_t*>(f.next ? (*f.ptr)[f.dst] : out);
+    if (!kernels::nhwc::byte_depthwise_fits(geo))
+      return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
+                  " do not fit the depthwise filter prepared for bytes");
+    if (!kernels::nhwc::depthwise_bytes(geo, reinterpret_cast<const uint8_t*>(x), k, dst))
+      return fail(Error::MemoryAllocationFailed, "cannot allocate the depthwise convolution's row buffer");
+    return {};
+  }
   if (depthwise) {
     if (!kernels::nhwc::depthwise(geo, geo.O / geo.C, x, filter, ep, out))
       return fail(Error::InvalidProgram, "a depthwise window of ", geo.KH, "x", geo.KW, " over ", geo.C,
@@ -408,10 +498,12 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
   }
   if (p.int8.active()) {
     // The input once into bytes (scratch::conv reserved them for the planned shape, which this call's does not
-    // exceed), then the windows gathered from them.
-    auto* bytes = reinterpret_cast<uint8_t*>(scratch);
+    // exceed), then the windows gathered from them; or its bytes in place (Note [byte activations]), whose slot
+    // holds the readable tail.
     const int64_t numel = xs.numel(), padded = kernels::nhwc::conv_input_bytes(geo);
-    kernels::qgemm::quantize(x, numel, p.int8.to_bytes.inv_scale, p.int8.to_bytes.zero, bytes);
+    uint8_t* bytes = reinterpret_cast<uint8_t*>(scratch);
+    if (p.bytes_in & 1) bytes = reinterpret_cast<uint8_t*>(const_cast<float*>(x));
+    else kernels::qgemm::quantize(x, numel, p.int8.to_bytes.inv_scale, p.int8.to_bytes.zero, bytes);
     std::memset(bytes + numel, 0, static_cast<size_t>(padded - numel));
     const auto pad = static_cast<uint8_t>(p.int8.to_bytes.zero);
     const int64_t groups = static_cast<int64_t>(p.int8.packed.size()), cg = geo.C / groups, og = geo.O / groups;

@@ -110,6 +110,10 @@ struct OutputGrid {
   GridStep next_grid;
   const float* out = nullptr;
   float* next_out = nullptr;
+  // Note [byte activations]: where set, the value is stored as the byte its last grid's step count plus byte_zero
+  // makes, at bytes + (c - out), instead of as a float; `round` or `next` is then set.
+  uint8_t* bytes = nullptr;
+  float byte_zero = 0.f;
 
   bool any() const { return round || next; }
   /// Where the value of C's element at c is stored.
@@ -119,6 +123,25 @@ struct OutputGrid {
     if (round) v = vec::grid_point(v, grid.inv, grid.qlo, grid.qhi, grid.scale);
     if (next) v = vec::grid_point(vec::clamped(v, lo, hi), next_grid.inv, next_grid.qlo, next_grid.qhi, next_grid.scale);
     return v;
+  }
+  /// apply's result as its last grid's byte: the step count (an integer within the grid's range) plus byte_zero.
+  template <class T>
+  [[gnu::always_inline]] T byte_of(T v) const {
+    if (next) {
+      if (round) v = vec::grid_point(v, grid.inv, grid.qlo, grid.qhi, grid.scale);
+      return vec::round_small(vec::clamped(vec::clamped(v, lo, hi) * next_grid.inv, next_grid.qlo, next_grid.qhi)) +
+             byte_zero;
+    }
+    return vec::round_small(vec::clamped(v * grid.inv, grid.qlo, grid.qhi)) + byte_zero;
+  }
+  /// Stores C's element at c, v being its value after the epilogue's clamp.
+  void store(float* c, float v) const {
+    if (bytes) {
+      const float b = byte_of(v);
+      bytes[c - out] = b == b ? static_cast<uint8_t>(b) : uint8_t{255};  // NaN: no byte stands for it; as the vector store
+      return;
+    }
+    *target(c) = apply(v);
   }
 };
 
@@ -169,11 +192,8 @@ inline void micro_base(const Call& k) {
       float v = static_cast<float>(acc - k.zero_sum[j]) * k.scale[j] + (k.bias ? k.bias[j] : 0.f);
       v = std::min(std::max(v, k.lo), k.hi);
       float* at = k.c + r * k.ldc + j;
-      if (k.grid) {
-        v = k.grid->apply(v);
-        at = k.grid->target(at);
-      }
-      *at = v;
+      if (k.grid) k.grid->store(at, v);
+      else *at = v;
     }
   }
 }
@@ -196,6 +216,9 @@ struct ColumnEpilogue {
   // and broadcast for every row, since the stores to C might have changed them.
   bool round, next;
   __m512 g_inv, g_qlo, g_qhi, g_scale, n_lo, n_hi, n_inv, n_qlo, n_qhi, n_scale;
+  uint8_t* bytes;  // Note [byte activations]: null for a float output
+  const float* out;
+  __m512 byte_zero;
 };
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline ColumnEpilogue column_epilogue(const Call& k, int v) {
   const int cols = std::clamp(k.cols - 16 * v, 0, 16);
@@ -219,7 +242,10 @@ struct ColumnEpilogue {
           _mm512_set1_ps(g.next_grid.inv),
           _mm512_set1_ps(g.next_grid.qlo),
           _mm512_set1_ps(g.next_grid.qhi),
-          _mm512_set1_ps(g.next_grid.scale)};
+          _mm512_set1_ps(g.next_grid.scale),
+          g.bytes,
+          g.out,
+          _mm512_set1_ps(g.byte_zero)};
 }
 /// vec::grid_point in intrinsics: round(clamp(v x inv, qlo, qhi)) x scale, the clamp as vec::clamped (max, then min,
 /// the value second, so NaN stays NaN) and the rounding as vec::round_small (add and subtract 1.5 x 2^23).
@@ -235,9 +261,22 @@ struct ColumnEpilogue {
   // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
   __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale), e.bias);
   x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));  // a NaN x stays NaN, as std::min / std::max
+  float* at = k.c + r * k.ldc + 16 * e.v;
+  if (e.bytes) {  // Note [byte activations]: the last grid's step count plus the byte zero, as bytes
+    const __m512 one = _mm512_set1_ps(1.f);
+    if (e.next) {
+      if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
+      x = grid_point(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv, e.n_qlo, e.n_qhi, one);
+    } else {
+      x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, one);
+    }
+    // Within [0, 255] by the grid's clamp; a NaN (which no int8 sum makes) converts to 0x80000000, which the
+    // unsigned saturation makes 255, as the scalar definition stores.
+    _mm512_mask_cvtusepi32_storeu_epi8(e.bytes + (at - e.out), e.m, _mm512_cvtps_epi32(_mm512_add_ps(x, e.byte_zero)));
+    return;
+  }
   if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
   if (e.next) x = grid_point(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv, e.n_qlo, e.n_qhi, e.n_scale);
-  float* at = k.c + r * k.ldc + 16 * e.v;
   _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, e.m, x);
 }
 

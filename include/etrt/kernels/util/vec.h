@@ -14,11 +14,14 @@ template <int Lanes>
 struct VecOf {  // a struct, not an alias template: GCC drops attributes on alias templates
   typedef float type __attribute__((vector_size(Lanes * sizeof(float))));
   typedef int32_t itype __attribute__((vector_size(Lanes * sizeof(int32_t))));
+  typedef uint8_t btype __attribute__((vector_size(Lanes)));
 };
 template <int Lanes>
 using Vec = typename VecOf<Lanes>::type;
 template <int Lanes>
 using IVec = typename VecOf<Lanes>::itype;
+template <int Lanes>
+using ByteVec = typename VecOf<Lanes>::btype;
 
 // Through references: a vector passed by value wider than the translation unit's ISA changes the calling ABI.
 template <class V>
@@ -28,6 +31,24 @@ template <class V>
 template <class V>
 [[gnu::always_inline]] inline void store(float* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
+}
+
+/// Lanes bytes at p, as floats.
+template <int Lanes>
+[[gnu::always_inline]] inline Vec<Lanes> load_bytes(const uint8_t* p) {
+  ByteVec<Lanes> b;
+  std::memcpy(&b, p, sizeof b);
+  // Through 16 and 32 bits: GCC converts bytes to floats or to int32 one lane at a time, each widening by two in
+  // zero-extensions.
+  typedef uint16_t Half __attribute__((vector_size(Lanes * sizeof(uint16_t))));
+  return __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(b, Half), IVec<Lanes>), Vec<Lanes>);
+}
+
+/// Stores v, whose lanes are integers within [0, 255], as bytes at p.
+template <int Lanes>
+[[gnu::always_inline]] inline void store_bytes(uint8_t* p, const Vec<Lanes>& v) {
+  const ByteVec<Lanes> b = __builtin_convertvector(__builtin_convertvector(v, IVec<Lanes>), ByteVec<Lanes>);
+  std::memcpy(p, &b, sizeof b);
 }
 
 /// v rounded to the nearest integer, ties to even, for |v| <= 2^22, on a float or a Vec: adding 1.5 x 2^23 leaves

@@ -1,0 +1,225 @@
+// A depthwise convolution of a statically quantized NHWC activation held as bytes (Note [byte activations] in the
+// XNNPACK delegate's byte_values.h) by an int8 filter, written as bytes of the output's grid.
+//
+// Note [byte depthwise]: with input bytes u (the real number (u - zu) x sx) and an int8 filter w with one scale sw[c]
+// per channel, output channel c of a pixel is
+//   v = clamp(acc x scale[c] + bias[c], lo, hi),   acc = sum over the window's taps of (u - zu) x w,
+// scale[c] = sx x sw[c], then rounded onto the output's grid and stored as its byte (qgemm::OutputGrid::byte_of).
+// The sum is computed in float, where every term is an integer of magnitude <= 255 x 128 and a window of at most
+// kMaxDepthwiseTaps taps sums to < 2^24: exact, so it is the int32 sum XNNPACK's qs8 kernels compute, whatever the
+// order. Each input row a thread needs is turned once into floats u - zu, into a ring of KH rows (row ih in slot
+// ih % KH) with the padding columns and a padding row as zeros (the real 0 a padding tap stands for), so every
+// output pixel reads whole windows without bounds checks, and the taps' loads are the float loop's (a conversion per
+// tap and pixel cost three times the float kernel's time). Channels are padded to whole 16-lane blocks in the
+// ring and the filter (zero weights); the padding lanes' results are never stored. One output per input channel and
+// no dilation along H (the caller checks both).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+
+#include "etrt/kernels/util/isa.h"
+#include "etrt/kernels/util/nhwc_conv.h"
+#include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/qgemm.h"
+#include "etrt/kernels/util/vec.h"
+
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
+namespace etrt::kernels::nhwc {
+
+/// Lanes of the byte depthwise loops, and the channel padding of its ring and filter.
+inline constexpr int64_t kByteDepthwiseLanes = 16;
+
+/// Channels rounded up to whole blocks of kByteDepthwiseLanes.
+inline int64_t byte_depthwise_channels(int64_t c) {
+  return (c + kByteDepthwiseLanes - 1) / kByteDepthwiseLanes * kByteDepthwiseLanes;
+}
+
+/// What a byte depthwise convolution reads besides its input (Note [byte depthwise]). weights: KH x KW x Cp
+/// (tap-major, Cp = byte_depthwise_channels(C), zeros past C), the int8 filter's integers as floats; scale and
+/// bias: Cp entries.
+struct ByteDepthwise {
+  const float* weights = nullptr;
+  const float* scale = nullptr;
+  const float* bias = nullptr;
+  float in_zero = 0.f;  // the input's byte of the real 0
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  qgemm::OutputGrid out;  // the output's grid (byte_of); bytes and out unused
+};
+
+namespace detail {
+
+/// dst[w * Cp + c] = src[w * C + c] - zero for w < W, c < Cp (whole blocks of 16: the last block reads up to 15 bytes
+/// past the row, the channels of the next pixel or the readable tail past the value, Note [byte activations], into
+/// padding lanes).
+using ConvertRow = void (*)(const uint8_t* src, float* dst, int64_t W, int64_t C, int64_t Cp, float zero);
+
+inline void convert_row_base(const uint8_t* src, float* dst, int64_t W, int64_t C, int64_t Cp, float zero) {
+  for (int64_t w = 0; w < W; ++w, src += C, dst += Cp)
+    for (int64_t c = 0; c < Cp; c += kByteDepthwiseLanes)
+      vec::store(dst + c, vec::load_bytes<kByteDepthwiseLanes>(src + c) - zero);
+}
+#ifdef ETRT_ISA_X86
+#pragma GCC diagnostic push  // GCC bug 105593, as in qgemm.h
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The vector extension's byte-to-float conversion compiles to eight shuffles; AVX-512 does it in one.
+[[ETRT_TARGET_AVX512]] inline void convert_row_avx512(const uint8_t* src, float* dst, int64_t W, int64_t C, int64_t Cp,
+                                                      float zero) {
+  static_assert(kByteDepthwiseLanes == 16);
+  const __m512 z = _mm512_set1_ps(zero);
+  for (int64_t w = 0; w < W; ++w, src += C, dst += Cp)
+    for (int64_t c = 0; c < Cp; c += 16) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c));
+      _mm512_storeu_ps(dst + c, _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)), z));
+    }
+}
+#pragma GCC diagnostic pop
+#endif
+inline ConvertRow pick_convert_row() {
+#ifdef ETRT_ISA_X86
+  if (isa::level() >= isa::kAvx512) return &convert_row_avx512;
+#endif
+  return &convert_row_base;
+}
+
+/// Output rows [r0, r1) (row = n * OH + oh), on one thread, with its ring (Note [byte depthwise]) at `ring`:
+/// KH + 1 rows of (pl + W + pr) x Cp floats. KH = KW = 0: the window's size read from g. `convert` turns a row
+/// into floats (ConvertRow).
+template <int KH, int KW>
+[[gnu::always_inline]] inline void byte_depthwise_rows(const Geometry& g, const uint8_t* in, const ByteDepthwise& k,
+                                                       uint8_t* out, int64_t r0, int64_t r1, float* ring,
+                                                       ConvertRow convert) {
+  constexpr int L = kByteDepthwiseLanes;
+  using V = vec::Vec<L>;
+  const int64_t kh_n = KH ? KH : g.KH, kw_n = KW ? KW : g.KW, taps = kh_n * kw_n;
+  const int64_t C = g.C, Cp = byte_depthwise_channels(C), PW = g.pl + g.W + g.pr, row_floats = PW * Cp;
+  // Locals: a byte store may alias anything, so fields read through k would be reloaded after every one.
+  const qgemm::OutputGrid grid = k.out;
+  const float zero = k.in_zero, lo = k.lo, hi = k.hi;
+  const float* weights = k.weights;
+  const float* scale = k.scale;
+  const float* bias = k.bias;
+  float* zero_row = ring + kh_n * row_floats;
+  std::fill(zero_row, zero_row + row_floats, 0.f);
+  int64_t held[kMaxDepthwiseTaps];  // the input row (n * H + ih) each slot holds; -1: none yet
+  for (int64_t s = 0; s < kh_n; ++s) {
+    held[s] = -1;
+    float* r = ring + s * row_floats;
+    std::fill(r, r + g.pl * Cp, 0.f);
+    std::fill(r + (g.pl + g.W) * Cp, r + row_floats, 0.f);
+  }
+  const float* rows[kMaxDepthwiseTaps];
+  alignas(64) uint8_t tail[L];
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t oh = row % g.OH, n = row / g.OH;
+    for (int64_t kh = 0; kh < kh_n; ++kh) {
+      const int64_t ih = oh * g.sh - g.pt + kh;
+      if (ih < 0 || ih >= g.H) {
+        rows[kh] = zero_row;
+        continue;
+      }
+      float* slot = ring + (ih % kh_n) * row_floats;
+      rows[kh] = slot;
+      if (held[ih % kh_n] == n * g.H + ih) continue;
+      held[ih % kh_n] = n * g.H + ih;
+      // The row's bytes minus the zero; a last block reads up to 15 bytes past the row (the channels of the next
+      // pixel, or the readable tail past the value: Note [byte activations]), into padding lanes.
+      convert(in + (n * g.H + ih) * g.W * C, slot + g.pl * Cp, g.W, C, Cp, zero);
+    }
+    uint8_t* orow = out + row * g.OW * C;
+    for (int64_t c = 0; c < Cp; c += L) {
+      V w[KH && KW ? KH * KW : 1], s, b{};
+      if constexpr (KH && KW) {
+#pragma GCC unroll 25
+        for (int t = 0; t < KH * KW; ++t) vec::load(w[t], weights + t * Cp + c);
+      }
+      vec::load(s, scale + c);
+      if (bias) vec::load(b, bias + c);
+      const bool whole = c + L <= C;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const int64_t x0 = ow * g.sw * Cp + c;
+        V acc{}, v;
+        if constexpr (KH && KW) {
+#pragma GCC unroll 5
+          for (int kh = 0; kh < KH; ++kh)
+#pragma GCC unroll 5
+            for (int kw = 0; kw < KW; ++kw) {
+              vec::load(v, rows[kh] + x0 + kw * g.dw * Cp);
+              acc += v * w[kh * KW + kw];
+            }
+        } else {
+          for (int64_t t = 0; t < taps; ++t) {
+            V wt;
+            vec::load(wt, weights + t * Cp + c);
+            vec::load(v, rows[t / kw_n] + x0 + (t % kw_n) * g.dw * Cp);
+            acc += v * wt;
+          }
+        }
+        const V q = grid.byte_of(vec::clamped(acc * s + b, lo, hi));
+        if (whole) {
+          vec::store_bytes<L>(orow + ow * C + c, q);
+        } else {  // the last block: only its C - c channels
+          vec::store_bytes<L>(tail, q);
+          std::memcpy(orow + ow * C + c, tail, static_cast<size_t>(C - c));
+        }
+      }
+    }
+  }
+}
+
+/// The ring of the calling thread, grown to `floats` (kept for the next call: no allocation once it fits).
+inline float* byte_depthwise_ring(size_t floats) {
+  thread_local std::unique_ptr<float[]> ring;
+  thread_local size_t cap = 0;
+  if (floats > cap) {
+    ring.reset(new (std::nothrow) float[floats]);
+    cap = ring ? floats : 0;
+  }
+  return ring.get();
+}
+
+}  // namespace detail
+
+/// Whether depthwise_bytes takes this geometry: one output per channel, no dilation along H, a window within
+/// kMaxDepthwiseTaps.
+inline bool byte_depthwise_fits(const Geometry& g) {
+  return g.O == g.C && g.dh == 1 && g.KH * g.KW <= kMaxDepthwiseTaps;
+}
+
+/// out [N, OH, OW, C] (bytes of the output's grid) = the depthwise convolution of Note [byte depthwise] of in [N, H,
+/// W, C] (bytes, readable 15 bytes past their end); false (nothing written) where byte_depthwise_fits does not hold
+/// or a thread's ring cannot be allocated.
+inline bool depthwise_bytes(const Geometry& g, const uint8_t* in, const ByteDepthwise& k, uint8_t* out) {
+  if (!byte_depthwise_fits(g)) return false;
+  const int64_t rows = g.N * g.OH;
+  const size_t ring_floats =
+      static_cast<size_t>((g.KH + 1) * (g.pl + g.W + g.pr) * byte_depthwise_channels(g.C));
+  std::atomic<bool> failed{false};
+  const detail::ConvertRow convert = detail::pick_convert_row();
+  const auto run_rows = [&](int64_t r0, int64_t r1) {
+    float* ring = detail::byte_depthwise_ring(ring_floats);
+    if (!ring) {
+      failed = true;
+      return;
+    }
+    isa::dispatch([&]() ETRT_ISA_INLINE {
+      if (g.KH == 3 && g.KW == 3) detail::byte_depthwise_rows<3, 3>(g, in, k, out, r0, r1, ring, convert);
+      else if (g.KH == 5 && g.KW == 5) detail::byte_depthwise_rows<5, 5>(g, in, k, out, r0, r1, ring, convert);
+      else detail::byte_depthwise_rows<0, 0>(g, in, k, out, r0, r1, ring, convert);
+    });
+  };
+  if (rows * g.OW * g.O * g.KH * g.KW < min_parallel_work() || rows < 2) run_rows(0, rows);
+  else parallel_for(rows, 1, run_rows);
+  return !failed;
+}
+
+}  // namespace etrt::kernels::nhwc
