@@ -2,6 +2,7 @@
 // (tests/fixtures/xnnpack_quantized), including corruption of their quantization parameters.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -208,6 +209,76 @@ TEST_CASE("XNNPACK quantization: a Clamp that alone reads a packed convolution's
   }
   CHECK(fused == 2);
   CHECK(separate == 1);
+}
+
+TEST_CASE("XNNPACK quantization: a Clamp that alone reads a node's output is folded into that node, as XNNPACK does",
+          "[xnnpack][quantized]") {
+  // Note [xnnpack clamp fusion]: the writer then writes the Clamp's output (its grid) within the Clamp's range, and
+  // the value between them is never formed; a Clamp whose input another node reads too stays a node of its own.
+  const auto f = etrt::test::first_payload("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  const Graph before = *g;
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  const Graph& after = (*e)->graph();
+  int folded = 0;
+  for (size_t i = 0; i < before.nodes.size(); ++i) {
+    const Node& c = before.nodes[i];
+    if (c.kind_name != "XNNClamp") continue;
+    INFO("clamp node " << i);
+    size_t writer = SIZE_MAX;
+    for (const Node& w : before.nodes)
+      if (w.output == c.inputs[0]) writer = w.index;
+    REQUIRE(writer != SIZE_MAX);
+    CHECK((*e)->runs_in_writer(i));
+    CHECK(after.nodes[i].output == kNoValue);
+    CHECK(after.nodes[writer].output == c.output);
+    CHECK(after.nodes[writer].has_min_max);
+    CHECK(after.nodes[writer].out_max == std::min(c.out_max, before.nodes[writer].out_max));
+    ++folded;
+  }
+  CHECK(folded == 9);  // every ReLU6: each alone reads a convolution's output
+}
+
+TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as bytes", "[xnnpack][quantized]") {
+  // Note [byte activations]: in q_mobilenet_stage_xnnpack every value a convolution, depthwise convolution or add
+  // writes and only such nodes read is bytes; the input's Convert and Transpose and the output's Transpose read and
+  // write floats, so the stem's input and the last add's output stay floats, and with it the add's inputs (an add
+  // takes bytes only with its output).
+  const auto f = etrt::test::first_payload("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  const Graph graph = *g;
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  if (!kernels::qgemm::has_vnni()) {
+    // Without VNNI the convolutions multiply in float: no node writes bytes.
+    for (uint32_t id = 0; id < graph.values.size(); ++id) CHECK_FALSE((*e)->holds_bytes(id));
+    return;
+  }
+  const Graph& after = (*e)->graph();
+  int bytes = 0, depthwise = 0, adds = 0;
+  for (const Node& n : after.nodes) {
+    if (n.output == kNoValue) continue;
+    const bool held = (*e)->holds_bytes(n.output);
+    bytes += held;
+    if (n.kind_name == "XNNDepthwiseConv2d") {
+      ++depthwise;
+      CHECK(held);
+      CHECK((*e)->holds_bytes(n.inputs[0]));
+    }
+    if (n.kind_name == "XNNAdd") {
+      ++adds;
+      CHECK((*e)->holds_bytes(n.inputs[0]) == held);
+      CHECK((*e)->holds_bytes(n.inputs[1]) == held);
+      CHECK(held == (adds < 3));
+    }
+    if (n.kind_name == "XNNStaticTranspose" || n.kind_name == "XNNConvert") CHECK_FALSE(held);
+  }
+  CHECK(depthwise == 4);
+  CHECK(adds == 3);
+  CHECK(bytes == 9 + 4 + 3 - 3);  // the convolutions', depthwise's and adds' outputs but the last add's and its inputs
 }
 
 TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, Convert) runs as one pass",

@@ -61,6 +61,37 @@ def test_matches_upstream(portable_lib, name):
         check_close(name, module.forward(ins), want)
 
 
+_RUN_TO_NPY = """
+import sys, numpy as np
+from executorch.extension.pybindings import portable_lib as pl
+z = np.load(sys.argv[1])
+out = pl._load_for_executorch(sys.argv[2]).forward([z["in0"]])[0]
+np.save(sys.argv[3], np.asarray(out))
+"""
+
+
+def test_byte_activations_setting_keeps_upstreams_results(portable_lib, tmp_path):
+    """q_mobilenet_stage_xnnpack holds its int8 activations as bytes by default (Note [byte activations]);
+    ETRT_BYTE_ACTIVATIONS=0 holds them as floats on their grids. Both match upstream's outputs within the
+    fixtures' tolerance, and each other within one step (the byte depthwise sums exactly where floats rounded)."""
+    import os
+    import subprocess
+    import sys
+
+    name = "q_mobilenet_stage_xnnpack"
+    ins, want = load_case(name)
+    default = to_numpy(portable_lib._load_for_executorch(str(QX / f"{name}.pte")).forward(ins)[0])
+    env = dict(os.environ, ETRT_BYTE_ACTIVATIONS="0")
+    out = tmp_path / "floats.npy"
+    r = subprocess.run([sys.executable, "-c", _RUN_TO_NPY, str(QX / f"{name}.npz"), str(QX / f"{name}.pte"), str(out)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    floats = np.load(out)
+    check_close(name, [default], want)
+    check_close(name, [floats], want)
+    assert np.abs(default - floats).max() <= grid_step(want[0]) * 1.001 + 1e-7
+
+
 def test_lowered_and_unlowered_agree(portable_lib):
     """The same quantized model through XNNPACK and through the portable quantized kernels."""
     for model in ("mlp", "cnn"):
