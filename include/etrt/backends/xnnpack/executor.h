@@ -382,7 +382,8 @@ class Executor {
       if (chain_at_[i] >= 0 || (fused_[i] && !in_writer[i]) || p.finish.silu) continue;
       const bool grids = packed::grid_step(p.finish.grid) && packed::grid_step(p.finish.next_grid);
       if (f == ByteForm::Gemm && p.int8.active() && grids) forms[i] = f;
-      if (f == ByteForm::Joint && p.packed_path && p.byte_dw.active() && grids) forms[i] = f;
+      // The byte depthwise kernel rounds onto its own output's grid first (ByteFinish): a quantized output only.
+      if (f == ByteForm::Joint && p.packed_path && p.byte_dw.active() && grids && p.finish.round) forms[i] = f;
       if (f == ByteForm::Joint && !p.packed_path && n.inputs.size() == 2 && n.output != kNoValue &&
           g.values[n.inputs[0]].dims == g.values[n.output].dims && g.values[n.inputs[1]].dims == g.values[n.output].dims)
         forms[i] = f;

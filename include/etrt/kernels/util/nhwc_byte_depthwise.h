@@ -91,10 +91,45 @@ inline ConvertRow pick_convert_row() {
   return &convert_row_base;
 }
 
+/// Output pixels a block of channels walks with its weights in registers (byte_depthwise_rows).
+inline constexpr int64_t kPixelChunk = 8;
+
+/// v -> its byte (qgemm::OutputGrid::byte_of after the node's clamp), with every constant in a register and the
+/// second grid (Next: a folded Convert) decided at compile time.
+template <int L, bool Next>
+struct ByteFinish {
+  using V = vec::Vec<L>;
+  V lo, hi, inv, qlo, qhi, scale, nlo, nhi, ninv, nqlo, nqhi, shift, unshift, fqlo, fqhi;
+  explicit ByteFinish(const ByteDepthwise& k) {
+    const qgemm::OutputGrid& g = k.out;
+    constexpr float kShift = 12582912.0f;  // vec::round_small's 1.5 x 2^23
+    lo = V{} + k.lo, hi = V{} + k.hi;
+    inv = V{} + g.grid.inv, qlo = V{} + g.grid.qlo, qhi = V{} + g.grid.qhi, scale = V{} + g.grid.scale;
+    nlo = V{} + g.lo, nhi = V{} + g.hi;
+    ninv = V{} + g.next_grid.inv, nqlo = V{} + g.next_grid.qlo, nqhi = V{} + g.next_grid.qhi;
+    shift = V{} + kShift;
+    unshift = V{} + (kShift - g.byte_zero);  // an integer below 2^24: exact, so the result is the step + zero
+    // Without a second grid the node's clamp folds into the step range: a positive multiply keeps order.
+    fqlo = V{} + std::max(g.grid.qlo, k.lo * g.grid.inv), fqhi = V{} + std::min(g.grid.qhi, k.hi * g.grid.inv);
+  }
+  static V clamp(V v, V a, V b) {
+    v = v < a ? a : v;  // a NaN compares false and stays, as vec::clamped
+    return v > b ? b : v;
+  }
+  [[gnu::always_inline]] V operator()(V v) const {
+    if constexpr (Next) {
+      v = ((clamp(clamp(v, lo, hi) * inv, qlo, qhi) + shift) - shift) * scale;
+      return (clamp(clamp(v, nlo, nhi) * ninv, nqlo, nqhi) + shift) - unshift;
+    } else {
+      return (clamp(v * inv, fqlo, fqhi) + shift) - unshift;
+    }
+  }
+};
+
 /// Output rows [r0, r1) (row = n * OH + oh), on one thread, with its ring (Note [byte depthwise]) at `ring`:
 /// KH + 1 rows of (pl + W + pr) x Cp floats. KH = KW = 0: the window's size read from g. `convert` turns a row
 /// into floats (ConvertRow).
-template <int KH, int KW>
+template <int KH, int KW, bool Next>
 [[gnu::always_inline]] inline void byte_depthwise_rows(const Geometry& g, const uint8_t* in, const ByteDepthwise& k,
                                                        uint8_t* out, int64_t r0, int64_t r1, float* ring,
                                                        ConvertRow convert) {
@@ -103,8 +138,8 @@ template <int KH, int KW>
   const int64_t kh_n = KH ? KH : g.KH, kw_n = KW ? KW : g.KW, taps = kh_n * kw_n;
   const int64_t C = g.C, Cp = byte_depthwise_channels(C), PW = g.pl + g.W + g.pr, row_floats = PW * Cp;
   // Locals: a byte store may alias anything, so fields read through k would be reloaded after every one.
-  const qgemm::OutputGrid grid = k.out;
-  const float zero = k.in_zero, lo = k.lo, hi = k.hi;
+  const ByteFinish<L, Next> finish(k);
+  const float zero = k.in_zero;
   const float* weights = k.weights;
   const float* scale = k.scale;
   const float* bias = k.bias;
@@ -136,40 +171,56 @@ template <int KH, int KW>
       convert(in + (n * g.H + ih) * g.W * C, slot + g.pl * Cp, g.W, C, Cp, zero);
     }
     uint8_t* orow = out + row * g.OW * C;
-    for (int64_t c = 0; c < Cp; c += L) {
-      V w[KH && KW ? KH * KW : 1], s, b{};
-      if constexpr (KH && KW) {
-#pragma GCC unroll 25
-        for (int t = 0; t < KH * KW; ++t) vec::load(w[t], weights + t * Cp + c);
-      }
-      vec::load(s, scale + c);
-      if (bias) vec::load(b, bias + c);
-      const bool whole = c + L <= C;
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        const int64_t x0 = ow * g.sw * Cp + c;
-        V acc{}, v;
+    // Locals for the loops below, as for k's fields: their byte stores would make them reload g's and rows' entries.
+    const int64_t OW = g.OW, xs = g.sw * Cp, ts = g.dw * Cp;
+    const float* rp[KH ? KH : 1];
+    if constexpr (KH != 0)
+      for (int kh = 0; kh < KH; ++kh) rp[kh] = rows[kh];
+    // Pixels in chunks whose windows' ring lines stay in L1 while each block of channels walks them with its
+    // weights in registers.
+    for (int64_t ow0 = 0; ow0 < OW; ow0 += kPixelChunk) {
+      const int64_t ow1 = std::min(OW, ow0 + kPixelChunk);
+      for (int64_t c = 0; c < Cp; c += L) {
+        V w[KH && KW ? KH * KW : 1], sc, b{};
         if constexpr (KH && KW) {
-#pragma GCC unroll 5
-          for (int kh = 0; kh < KH; ++kh)
-#pragma GCC unroll 5
-            for (int kw = 0; kw < KW; ++kw) {
-              vec::load(v, rows[kh] + x0 + kw * g.dw * Cp);
-              acc += v * w[kh * KW + kw];
-            }
-        } else {
-          for (int64_t t = 0; t < taps; ++t) {
-            V wt;
-            vec::load(wt, weights + t * Cp + c);
-            vec::load(v, rows[t / kw_n] + x0 + (t % kw_n) * g.dw * Cp);
-            acc += v * wt;
-          }
+#pragma GCC unroll 25
+          for (int t = 0; t < KH * KW; ++t) vec::load(w[t], weights + t * Cp + c);
         }
-        const V q = grid.byte_of(vec::clamped(acc * s + b, lo, hi));
-        if (whole) {
-          vec::store_bytes<L>(orow + ow * C + c, q);
-        } else {  // the last block: only its C - c channels
-          vec::store_bytes<L>(tail, q);
-          std::memcpy(orow + ow * C + c, tail, static_cast<size_t>(C - c));
+        vec::load(sc, scale + c);
+        if (bias) vec::load(b, bias + c);
+        const bool whole = c + L <= C;
+        for (int64_t ow = ow0; ow < ow1; ++ow) {
+          const int64_t x0 = ow * xs + c;
+          V acc{}, v;
+          if constexpr (KH && KW) {
+            V part[KH];  // one sum per kernel row: shorter chains of dependent adds
+#pragma GCC unroll 5
+            for (int kh = 0; kh < KH; ++kh) {
+              vec::load(v, rp[kh] + x0);
+              part[kh] = v * w[kh * KW];
+#pragma GCC unroll 5
+              for (int kw = 1; kw < KW; ++kw) {
+                vec::load(v, rp[kh] + x0 + kw * ts);
+                part[kh] += v * w[kh * KW + kw];
+              }
+            }
+#pragma GCC unroll 5
+            for (int kh = 0; kh < KH; ++kh) acc += part[kh];
+          } else {
+            for (int64_t t = 0; t < taps; ++t) {
+              V wt;
+              vec::load(wt, weights + t * Cp + c);
+              vec::load(v, rows[t / kw_n] + x0 + (t % kw_n) * ts);
+              acc += v * wt;
+            }
+          }
+          const V q = finish(acc * sc + b);
+          if (whole) {
+            vec::store_bytes<L>(orow + ow * C + c, q);
+          } else {  // the last block: only its C - c channels
+            vec::store_bytes<L>(tail, q);
+            std::memcpy(orow + ow * C + c, tail, static_cast<size_t>(C - c));
+          }
         }
       }
     }
@@ -212,9 +263,13 @@ inline bool depthwise_bytes(const Geometry& g, const uint8_t* in, const ByteDept
       return;
     }
     isa::dispatch([&]() ETRT_ISA_INLINE {
-      if (g.KH == 3 && g.KW == 3) detail::byte_depthwise_rows<3, 3>(g, in, k, out, r0, r1, ring, convert);
-      else if (g.KH == 5 && g.KW == 5) detail::byte_depthwise_rows<5, 5>(g, in, k, out, r0, r1, ring, convert);
-      else detail::byte_depthwise_rows<0, 0>(g, in, k, out, r0, r1, ring, convert);
+      const auto rows = [&]<bool Next>() ETRT_ISA_INLINE {
+        if (g.KH == 3 && g.KW == 3) detail::byte_depthwise_rows<3, 3, Next>(g, in, k, out, r0, r1, ring, convert);
+        else if (g.KH == 5 && g.KW == 5) detail::byte_depthwise_rows<5, 5, Next>(g, in, k, out, r0, r1, ring, convert);
+        else detail::byte_depthwise_rows<0, 0, Next>(g, in, k, out, r0, r1, ring, convert);
+      };
+      if (k.out.next) rows.template operator()<true>();
+      else rows.template operator()<false>();
     });
   };
   if (rows * g.OW * g.O * g.KH * g.KW < min_parallel_work() || rows < 2) run_rows(0, rows);

@@ -218,7 +218,10 @@ struct ColumnEpilogue {
   __m512 g_inv, g_qlo, g_qhi, g_scale, n_lo, n_hi, n_inv, n_qlo, n_qhi, n_scale;
   uint8_t* bytes;  // Note [byte activations]: null for a float output
   const float* out;
-  __m512 byte_zero;
+  // A byte output without a second grid: the clamp to [lo, hi] folded into the grid's step range (a positive
+  // multiply keeps order, so clamping before or after it gives the same steps), and 1.5 x 2^23 - byte_zero, which
+  // vec::round_small's subtraction takes away to leave the step plus the zero in one add.
+  __m512 b_qlo, b_qhi, b_unshift;
 };
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline ColumnEpilogue column_epilogue(const Call& k, int v) {
   const int cols = std::clamp(k.cols - 16 * v, 0, 16);
@@ -245,7 +248,9 @@ struct ColumnEpilogue {
           _mm512_set1_ps(g.next_grid.scale),
           g.bytes,
           g.out,
-          _mm512_set1_ps(g.byte_zero)};
+          _mm512_set1_ps(std::max(g.grid.qlo, k.lo * g.grid.inv)),
+          _mm512_set1_ps(std::min(g.grid.qhi, k.hi * g.grid.inv)),
+          _mm512_set1_ps(12582912.0f - g.byte_zero)};
 }
 /// vec::grid_point in intrinsics: round(clamp(v x inv, qlo, qhi)) x scale, the clamp as vec::clamped (max, then min,
 /// the value second, so NaN stays NaN) and the rounding as vec::round_small (add and subtract 1.5 x 2^23).
@@ -260,21 +265,23 @@ struct ColumnEpilogue {
                                                                            int r, __m512i sums) {
   // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
   __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale), e.bias);
-  x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));  // a NaN x stays NaN, as std::min / std::max
   float* at = k.c + r * k.ldc + 16 * e.v;
   if (e.bytes) {  // Note [byte activations]: the last grid's step count plus the byte zero, as bytes
-    const __m512 one = _mm512_set1_ps(1.f);
+    const __m512 shift = _mm512_set1_ps(12582912.0f);
     if (e.next) {
+      x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));
       if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
-      x = grid_point(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv, e.n_qlo, e.n_qhi, one);
+      x = _mm512_min_ps(e.n_qhi, _mm512_max_ps(e.n_qlo, _mm512_mul_ps(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv)));
     } else {
-      x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, one);
+      x = _mm512_min_ps(e.b_qhi, _mm512_max_ps(e.b_qlo, _mm512_mul_ps(x, e.g_inv)));
     }
     // Within [0, 255] by the grid's clamp; a NaN (which no int8 sum makes) converts to 0x80000000, which the
     // unsigned saturation makes 255, as the scalar definition stores.
-    _mm512_mask_cvtusepi32_storeu_epi8(e.bytes + (at - e.out), e.m, _mm512_cvtps_epi32(_mm512_add_ps(x, e.byte_zero)));
+    x = _mm512_sub_ps(_mm512_add_ps(x, shift), e.b_unshift);
+    _mm512_mask_cvtusepi32_storeu_epi8(e.bytes + (at - e.out), e.m, _mm512_cvtps_epi32(x));
     return;
   }
+  x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));  // a NaN x stays NaN, as std::min / std::max
   if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
   if (e.next) x = grid_point(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv, e.n_qlo, e.n_qhi, e.n_scale);
   _mm512_mask_storeu_ps(k.grid ? k.grid->target(at) : at, e.m, x);
