@@ -281,6 +281,32 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
   CHECK(bytes == 9 + 4 + 3 - 3);  // the convolutions', depthwise's and adds' outputs but the last add's and its inputs
 }
 
+TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and write bytes", "[xnnpack][quantized]") {
+  // q_efficientnet_stage_xnnpack (Note [byte activations]): the five chains after the stem, the expanding and the
+  // depthwise convolutions read their convolution's output as bytes; those whose output only convolutions, a
+  // depthwise convolution or the residual add read write bytes too; the one the squeeze's pooling and gate read
+  // writes floats, and the squeeze's own SiLU (8 values, under kMinBytes) reads and writes floats.
+  const auto f = etrt::test::first_payload("q_efficientnet_stage_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  if (!kernels::qgemm::has_vnni()) return;  // no int8 GEMM: nothing writes bytes
+  const Graph& graph = (*e)->graph();
+  int chains = 0, bytes_in = 0, bytes_out = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const auto c = (*e)->silu_chain_at(i);
+    if (!c) continue;
+    ++chains;
+    const auto [head, sigmoid, multiply, tail] = *c;
+    bytes_in += (*e)->holds_bytes(graph.nodes[head].inputs[0]);
+    if (tail != SIZE_MAX) bytes_out += (*e)->holds_bytes(graph.nodes[tail].output);
+  }
+  CHECK(chains == 6);
+  CHECK(bytes_in == 5);
+  CHECK(bytes_out == 4);
+}
+
 TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, Convert) runs as one pass",
           "[xnnpack][quantized]") {
   // q_mbconv_xnnpack: efficientnet's SiLU after four convolutions (Note [xnnpack silu chain]); the squeeze-

@@ -144,6 +144,28 @@ class MobileNetStage(nn.Module):
         return x
 
 
+class EfficientNetStage(nn.Module):
+    """efficientnet_b0's MBConv blocks with a feature-map output: SiLU chains (Convert, Sigmoid, Multiply, Convert)
+    between int8 convolutions, which read and write their activations as bytes (Note [byte activations]), a
+    squeeze-and-excitation gate in one block, a 5x5 stride-2 depthwise convolution in the other, a residual add."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.expand1, self.dw1 = nn.Conv2d(16, 48, 1), nn.Conv2d(48, 48, 3, padding=1, groups=48)
+        self.se_reduce, self.se_expand = nn.Conv2d(48, 8, 1), nn.Conv2d(8, 48, 1)
+        self.project1 = nn.Conv2d(48, 16, 1)
+        self.expand2, self.dw2 = nn.Conv2d(16, 64, 1), nn.Conv2d(64, 64, 5, stride=2, padding=2, groups=64)
+        self.project2 = nn.Conv2d(64, 24, 1)
+
+    def forward(self, x):
+        x = F.silu(self.stem(x))
+        y = F.silu(self.dw1(F.silu(self.expand1(x))))
+        s = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(y.mean((2, 3), keepdim=True)))))
+        x = self.project1(y * s) + x
+        return self.project2(F.silu(self.dw2(F.silu(self.expand2(x)))))
+
+
 def calibrate(model, example):
     torch.manual_seed(SEED + 1)
     for _ in range(8):
@@ -192,7 +214,7 @@ def fixtures():
     torch.manual_seed(SEED)
     mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
     mbconv, silu_mlp = MBConv().eval(), SiluMLP().eval()
-    stage = MobileNetStage().eval()
+    stage, effstage = MobileNetStage().eval(), EfficientNetStage().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
         cnn.bn.running_var.uniform_(0.5, 1.5)
@@ -208,6 +230,7 @@ def fixtures():
         "q_inverted_residual_xnnpack": (block, (torch.randn(1, 3, 12, 12),), False, True),
         "q_mbconv_xnnpack": (mbconv, (2 * torch.randn(1, 3, 12, 10),), False, True),
         "q_mobilenet_stage_xnnpack": (stage, (torch.randn(1, 3, 32, 28),), False, True),
+        "q_efficientnet_stage_xnnpack": (effstage, (torch.randn(1, 3, 32, 28),), False, True),
         "q_silu_mlp_dynamic_xnnpack": (silu_mlp, (torch.randn(3, 16),), True, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),
         "q_cnn_static_portable": (cnn, x_cnn, False, False),

@@ -60,15 +60,16 @@ inline size_t byte_inputs(const Node& n, ByteForm form) {
   return form == ByteForm::Joint && n.inputs.size() == 2 ? 2 : 1;
 }
 
-/// By value id: held as bytes. `forms` by node position: the form the node can take as prepared (None where its
-/// kind has none, its preparation did not reach the byte kernels or it runs in a SiLU chain); `in_writer` by node
-/// position: the node runs inside the node writing its input (Note [xnnpack block finish]), which stores its output.
-inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> forms,
-                                     std::span<const PreparedNode> prepared, const std::vector<bool>& in_writer) {
+/// By value id: held as bytes. By node position: `forms`, the form the node can take as prepared (None where its
+/// kind has none or its preparation did not reach the byte kernels); `stored`, the value it stores (stored_output,
+/// or the output of the SiLU chain it heads); `in_writer`, the node runs inside another (a block finish's reader,
+/// a SiLU chain's node past its head), which reads its inputs and stores its output.
+inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> forms, std::span<const uint32_t> stored,
+                                     const std::vector<bool>& in_writer) {
   std::vector<bool> bytes(g.values.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (in_writer[i] || forms[i] == ByteForm::None) continue;
-    const uint32_t out = stored_output(g, prepared[i], i);
+    const uint32_t out = stored[i];
     if (out < g.values.size()) bytes[out] = byte_candidate(g.values[out]);
   }
   for (bool changed = true; changed;) {
@@ -77,7 +78,7 @@ inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> f
       if (id < bytes.size() && bytes[id]) bytes[id] = false, changed = true;
     };
     for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (in_writer[i]) continue;  // its input is its writer's unstored output, its output stored_output's
+      if (in_writer[i]) continue;  // what it reads and writes, the node it runs in does
       const Node& n = g.nodes[i];
       const ByteForm form = forms[i];
       const size_t first_other = form == ByteForm::None ? 0 : byte_inputs(n, form);
@@ -86,8 +87,9 @@ inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> f
         drop(n.output);
         continue;
       }
+      if (stored[i] != n.output) drop(n.output);  // a SiLU chain's head: its own output is the chain's float
       if (form != ByteForm::Joint) continue;
-      const uint32_t out = stored_output(g, prepared[i], i);
+      const uint32_t out = stored[i];
       bool all = out < bytes.size() && bytes[out];
       for (size_t k = 0; k < first_other; ++k) all = all && n.inputs[k] < bytes.size() && bytes[n.inputs[k]];
       if (all) continue;

@@ -23,6 +23,7 @@
 
 #include "etrt/backends/xnnpack/byte_values.h"
 #include "etrt/backends/xnnpack/clamp_fusion.h"
+#include "etrt/backends/xnnpack/fast_elementwise.h"
 #include "etrt/backends/xnnpack/graph.h"
 #include "etrt/backends/xnnpack/intermediate_plan.h"
 #include "etrt/backends/xnnpack/node_table.h"
@@ -309,6 +310,7 @@ class Executor {
   struct SiluChain {
     size_t head, sigmoid, multiply, tail;
     uint32_t in, out;  // x (or the Convert's input), and the Multiply's or tail's output
+    bool in_bytes = false, out_bytes = false;  // Note [byte activations]
   };
   std::vector<SiluChain> silu_chains(const Graph& g) const {
     std::vector<SiluChain> out;
@@ -347,24 +349,41 @@ class Executor {
     const float* x = ptr_[c.in];
     float* y = ptr_[c.out];
     const int64_t n = shapes_[c.out].numel();
+    // Note [byte activations]: an input held as bytes becomes the floats it stands for a block at a time; an output
+    // held as bytes is rounded from a block of floats.
+    const Value& xv = g_.values[c.in];
+    const fast::ByteOperand xb{reinterpret_cast<const uint8_t*>(x), byte_zero(xv), xv.quant.scale};
+    auto* yb = reinterpret_cast<uint8_t*>(y);
     kernels::parallel_elements(n, 16, [&](int64_t b, int64_t e) {
       constexpr int64_t kBlock = 2048;  // 8 KB: rounded while in L1
+      alignas(64) float xs[kBlock], ys[kBlock];
       const auto clamp = [lo, hi](auto v) { return kernels::vec::clamped(v, lo, hi); };
       for (int64_t i0 = b; i0 < e; i0 += kBlock) {
         const int64_t len = std::min(kBlock, e - i0);
-        int64_t j = kernels::silu_blocks(x + i0, y + i0, len, clamp);
-        for (; j < len; ++j) y[i0 + j] = clamp(x[i0 + j] * (1.0f / (1.0f + kernels::exp_fast(-x[i0 + j]))));
+        const float* xi = x + i0;
+        if (c.in_bytes) {
+          fast::bytes_to_reals(xb, i0, len, xs);
+          xi = xs;
+        }
+        float* yi = c.out_bytes ? ys : y + i0;
+        int64_t j = kernels::silu_blocks(xi, yi, len, clamp);
+        for (; j < len; ++j) yi[j] = clamp(xi[j] * (1.0f / (1.0f + kernels::exp_fast(-xi[j]))));
         if (!tail) continue;
         const Value& q = g_.values[tail->output];
-        quant::fake_quantize(y + i0, y + i0, len, q.quant.scale, q.quant.zero_point, qrange(q.datatype),
-                             clamps(*tail) ? tail->out_min : -kInf, clamps(*tail) ? tail->out_max : kInf);
+        const float tlo = clamps(*tail) ? tail->out_min : -kInf, thi = clamps(*tail) ? tail->out_max : kInf;
+        if (c.out_bytes) {
+          const QRange range = qrange(q.datatype);
+          const fast::OutGrid grid{tlo, thi, 1.f / q.quant.scale, static_cast<float>(range.lo - q.quant.zero_point),
+                                   static_cast<float>(range.hi - q.quant.zero_point), q.quant.scale};
+          fast::reals_to_bytes(ys, len, grid, byte_zero(q), yb + i0);
+        } else {
+          quant::fake_quantize(yi, yi, len, q.quant.scale, q.quant.zero_point, qrange(q.datatype), tlo, thi);
+        }
       }
     });
   }
   static Grid grid_of(const Value& v) { return {v.quant.scale, v.quant.zero_point, qrange(v.datatype)}; }
 
-  /// A float copy of a constant (a dequantized or realigned filter) that only packed nodes read is not kept beside
-  /// their packed copies: those nodes read the filter (input 1) from their panels alone.
   /// Note [byte activations]: which values are held as bytes, and each node's part in it (PreparedNode::bytes_in,
   /// bytes_out, BlockFinish::byte_zero). ETRT_BYTE_ACTIVATIONS=0 keeps every value a float (for comparisons).
   void hold_bytes(const Graph& g, const std::vector<bool>& in_writer) {
@@ -375,11 +394,22 @@ class Executor {
     bytes_.assign(g.values.size(), false);
     if (off) return;
     std::vector<ByteForm> forms(g.nodes.size(), ByteForm::None);
+    std::vector<uint32_t> stored(g.nodes.size(), kNoValue);
+    std::vector<bool> inside(in_writer);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
       const PreparedNode& p = prepared_[i];
       const ByteForm f = kinds_[i]->bytes;
-      if (chain_at_[i] >= 0 || (fused_[i] && !in_writer[i]) || p.finish.silu) continue;
+      stored[i] = stored_output(g, p, i);
+      if (chain_at_[i] >= 0) {  // a SiLU chain reads its input and writes its output as either (run_chain)
+        const SiluChain& c = chains_[static_cast<size_t>(chain_at_[i])];
+        forms[i] = ByteForm::Gemm;
+        stored[i] = c.out;
+        for (size_t k : {c.sigmoid, c.multiply, c.tail})
+          if (k != i && k != SIZE_MAX) inside[k] = true;
+        continue;
+      }
+      if ((fused_[i] && !in_writer[i]) || p.finish.silu) continue;
       const bool grids = packed::grid_step(p.finish.grid) && packed::grid_step(p.finish.next_grid);
       if (f == ByteForm::Gemm && p.int8.active() && grids) forms[i] = f;
       // The byte depthwise kernel rounds onto its own output's grid first (ByteFinish): a quantized output only.
@@ -388,11 +418,16 @@ class Executor {
           g.values[n.inputs[0]].dims == g.values[n.output].dims && g.values[n.inputs[1]].dims == g.values[n.output].dims)
         forms[i] = f;
     }
-    const std::vector<bool> bytes = byte_values(g, forms, prepared_, in_writer);
+    const std::vector<bool> bytes = byte_values(g, forms, stored, inside);
+    for (SiluChain& c : chains_) {
+      if (chain_at_[c.head] < 0) continue;
+      c.in_bytes = bytes[c.in];
+      c.out_bytes = bytes[c.out];
+    }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
       PreparedNode& p = prepared_[i];
-      if (forms[i] != ByteForm::None) {
+      if (forms[i] != ByteForm::None && chain_at_[i] < 0) {
         for (size_t k = 0; k < byte_inputs(n, forms[i]); ++k)
           if (n.inputs[k] != kNoValue && bytes[n.inputs[k]]) p.bytes_in |= static_cast<uint8_t>(1u << k);
         const uint32_t out = stored_output(g, p, i);
@@ -404,6 +439,8 @@ class Executor {
     bytes_ = bytes;
   }
 
+  /// A float copy of a constant (a dequantized or realigned filter) that only packed nodes read is not kept beside
+  /// their packed copies: those nodes read the filter (input 1) from their panels alone.
   void release_packed_only_copies(const Graph& g) {
     std::vector<bool> read_as_floats(g.values.size(), false);
     for (size_t i = 0; i < g.nodes.size(); ++i) {

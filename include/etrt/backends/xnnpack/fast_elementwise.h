@@ -166,6 +166,35 @@ struct ByteOperand {
   [[gnu::always_inline]] T real(T byte) const { return (byte - zero) * scale; }
 };
 
+/// out[i] = the real number of byte a.p[i0 + i], for i < n (one thread).
+inline void bytes_to_reals(ByteOperand a, int64_t i0, int64_t n, float* out) {
+  kernels::isa::dispatch([&, a, i0, n, out]() ETRT_ISA_INLINE {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) kernels::vec::store(out + i, a.real(kernels::vec::load_bytes<16>(a.p + i0 + i)));
+    for (; i < n; ++i) out[i] = a.real(static_cast<float>(a.p[i0 + i]));
+  });
+}
+
+/// o[i] = the byte of grid(v[i]) (clamped, then rounded onto the grid; byte zero `o_zero`), for i < n (one thread).
+inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float o_zero, uint8_t* o) {
+  const auto byte = [grid, o_zero](auto x) ETRT_ISA_INLINE {
+    return kernels::vec::round_small(kernels::vec::clamped(kernels::vec::clamped(x, grid.lo, grid.hi) * grid.inv,
+                                                           grid.qlo, grid.qhi)) + o_zero;
+  };
+  kernels::isa::dispatch([&, v, n, o, byte]() ETRT_ISA_INLINE {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      kernels::vec::Vec<16> x;
+      kernels::vec::load(x, v + i);
+      kernels::vec::store_bytes<16>(o + i, byte(x));
+    }
+    for (; i < n; ++i) {
+      const float b = byte(v[i]);
+      o[i] = b == b ? static_cast<uint8_t>(b) : uint8_t{255};  // NaN: no byte stands for it
+    }
+  });
+}
+
 /// o = the byte of out(op(a, b)) on o's grid (byte zero `o_zero`), over n elements of equal shapes. The reals are
 /// the floats the float path holds for these bytes ((byte - zero) x scale is the grid point's one product), so the
 /// results are its results, as bytes.
