@@ -9,9 +9,11 @@
 #include <random>
 #include <vector>
 
+#include "etrt/backends/xnnpack/fast_elementwise.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/nhwc_byte_depthwise.h"
 #include "etrt/kernels/util/nhwc_conv.h"
+#include "etrt/kernels/util/nhwc_pool.h"
 #include "etrt/kernels/util/qgemm.h"
 #include "etrt/kernels/util/vec.h"
 
@@ -209,5 +211,75 @@ TEST_CASE("int8 gemm: the byte store holds the float store's grid point as its b
         REQUIRE(untouched[i] == -7.f);  // no float written
       }
     }
+  }
+}
+
+TEST_CASE("byte binary: mixed byte and float operands give the float path's grid points", "[byte][binary]") {
+  // fast::binary_mixed (Note [byte activations]): equal shapes and a row repeated over the output, each operand bytes
+  // or floats, the output bytes or floats on its grid; against fast::binary on the reals the bytes stand for.
+  using xnnpack::ValueShape;
+  std::mt19937 gen(5);
+  const xnnpack::fast::OutGrid grid{-0.5f, 0.7f, 1.f / 0.006f, -128.f - 4.f, 127.f - 4.f, 0.006f};
+  const float o_zero = 128.f + 4.f;
+  for (const bool row : {false, true}) {
+    const ValueShape os = ValueShape::of(std::vector<int64_t>{1, 7, 9, 40});
+    const ValueShape as = row ? ValueShape::of(std::vector<int64_t>{1, 1, 1, 40}) : os;
+    const int64_t n = os.numel(), na = as.numel();
+    std::vector<uint8_t> ab(static_cast<size_t>(na + 16)), bb(static_cast<size_t>(n + 16));
+    for (auto& v : ab) v = static_cast<uint8_t>(gen() % 256);
+    for (auto& v : bb) v = static_cast<uint8_t>(gen() % 256);
+    const float za = 120.f, sa = 0.004f, zb = 131.f, sb = 0.003f;
+    std::vector<float> ar(static_cast<size_t>(na)), br(static_cast<size_t>(n));
+    for (int64_t i = 0; i < na; ++i) ar[i] = (static_cast<float>(ab[i]) - za) * sa;
+    for (int64_t i = 0; i < n; ++i) br[i] = (static_cast<float>(bb[i]) - zb) * sb;
+    for (const bool mul : {false, true}) {
+      std::vector<float> want(static_cast<size_t>(n));
+      const bool fast_ok = mul ? xnnpack::fast::binary(as, ar.data(), os, br.data(), os, want.data(),
+                                                       xnnpack::fast::Mul{}, &grid)
+                               : xnnpack::fast::binary(as, ar.data(), os, br.data(), os, want.data(),
+                                                       xnnpack::fast::Add{}, &grid);
+      REQUIRE(fast_ok);
+      const auto layout = xnnpack::fast::mixed_layout(as, os, os);
+      REQUIRE(layout);
+      CHECK(layout->a_row == row);
+      for (const bool a_bytes : {false, true})
+        for (const bool out_bytes : {false, true}) {
+          INFO("row " << row << " mul " << mul << " a bytes " << a_bytes << " out bytes " << out_bytes);
+          const xnnpack::fast::MixedOperand a = a_bytes ? xnnpack::fast::MixedOperand{nullptr, ab.data(), za, sa, row}
+                                                        : xnnpack::fast::MixedOperand{ar.data(), nullptr, 0.f, 1.f, row};
+          const xnnpack::fast::MixedOperand b{nullptr, bb.data(), zb, sb, false};
+          std::vector<float> of(static_cast<size_t>(n), -9.f);
+          std::vector<uint8_t> ob(static_cast<size_t>(n), 0xEE);
+          if (mul)
+            xnnpack::fast::binary_mixed(a, b, layout->rows, layout->inner, xnnpack::fast::Mul{}, grid,
+                                        out_bytes ? nullptr : of.data(), out_bytes ? ob.data() : nullptr, o_zero);
+          else
+            xnnpack::fast::binary_mixed(a, b, layout->rows, layout->inner, xnnpack::fast::Add{}, grid,
+                                        out_bytes ? nullptr : of.data(), out_bytes ? ob.data() : nullptr, o_zero);
+          for (int64_t i = 0; i < n; ++i) {
+            if (out_bytes) REQUIRE(static_cast<float>(ob[i]) == std::nearbyint(want[i] / grid.scale) + o_zero);
+            else REQUIRE(of[i] == want[i]);
+          }
+        }
+    }
+  }
+}
+
+TEST_CASE("byte global average pool: the mean of the reals the bytes stand for", "[byte][pool]") {
+  std::mt19937 gen(9);
+  for (const int64_t C : {16, 40, 7}) {
+    const int64_t N = 2, P = 3136;
+    std::vector<uint8_t> x(static_cast<size_t>(N * P * C));
+    for (auto& v : x) v = static_cast<uint8_t>(gen() % 256);
+    const float zero = 117.f, scale = 0.02f;
+    std::vector<float> out(static_cast<size_t>(N * C), -9.f);
+    nhwc::global_avg_pool_bytes(x.data(), N, P, C, zero, scale, out.data());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        int64_t sum = 0;
+        for (int64_t p = 0; p < P; ++p) sum += x[(n * P + p) * C + c];
+        const double want = (static_cast<double>(sum) / P - zero) * scale;
+        REQUIRE(std::abs(out[n * C + c] - want) <= 1e-6 * std::max(1.0, std::abs(want)));
+      }
   }
 }

@@ -9,8 +9,12 @@
 //   - ByteForm::Gemm (a convolution or fully-connected node on the int8 GEMM): reads its input as bytes in place of
 //     quantizing it, and stores its output (or, where a Clamp/Convert runs in its block finish, that node's output)
 //     as bytes from the registers; input and output independently;
-//   - ByteForm::Joint (a depthwise convolution on the byte kernel, Note [byte depthwise]; an Add of equal shapes):
-//     only with its quantized inputs and its output all held as bytes.
+//   - ByteForm::Binary (Add, Multiply, Subtract onto a per-tensor grid, of equal shapes or one operand repeating
+//     a row): each operand and the output either way (fast::binary_mixed);
+//   - ByteForm::Joint (a depthwise convolution on the byte kernel, Note [byte depthwise]): only with its input and
+//     its output both held as bytes;
+//   - ByteForm::Reads (GlobalAvgPooling2d): its input as bytes, its output as floats;
+//   - a SiLU chain (Note [xnnpack silu chain]) as a Gemm: its input and its output each either way.
 // The values are the float path's: a byte is the grid point's step count, the same integer the float path stores
 // multiplied by the scale, and every byte form computes from (byte - zero) x scale what the float path computes
 // from that float (the depthwise sum is exact where the float path rounded: Note [byte depthwise]). Externals,
@@ -19,6 +23,7 @@
 // readable tail the int8 GEMM's readers need (nhwc::conv_input_bytes).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -29,8 +34,10 @@
 
 namespace etrt::xnnpack {
 
-/// How a node kind can hold its quantized inputs and output as bytes (Note [byte activations]).
-enum class ByteForm : uint8_t { None, Gemm, Joint };
+/// How a node kind can hold its quantized inputs and output as bytes (Note [byte activations]): Gemm, its input 0
+/// and its output each either way; Binary, its inputs 0 and 1 and its output each either way; Joint, its input 0
+/// and its output only together; Reads, its input 0 either way, its output as floats.
+enum class ByteForm : uint8_t { None, Gemm, Binary, Joint, Reads };
 
 /// Smallest value held as bytes: its float-sized slot then has room for the 64-byte readable tail.
 inline constexpr int64_t kMinBytes = 64;
@@ -55,9 +62,9 @@ inline uint32_t stored_output(const Graph& g, const PreparedNode& p, size_t i) {
   return p.finish.next ? p.finish.dst : g.nodes[i].output;
 }
 
-/// The inputs a node of this form reads as bytes: input 0, and for an elementwise Joint node input 1 too.
+/// The inputs a node of this form may read as bytes: input 0, and input 1 of a Binary node.
 inline size_t byte_inputs(const Node& n, ByteForm form) {
-  return form == ByteForm::Joint && n.inputs.size() == 2 ? 2 : 1;
+  return std::min<size_t>(n.inputs.size(), form == ByteForm::None ? 0 : form == ByteForm::Binary ? 2 : 1);
 }
 
 /// By value id: held as bytes. By node position: `forms`, the form the node can take as prepared (None where its
@@ -83,7 +90,7 @@ inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> f
       const ByteForm form = forms[i];
       const size_t first_other = form == ByteForm::None ? 0 : byte_inputs(n, form);
       for (size_t k = first_other; k < n.inputs.size(); ++k) drop(n.inputs[k]);  // read as floats
-      if (form == ByteForm::None) {
+      if (form == ByteForm::None || form == ByteForm::Reads) {
         drop(n.output);
         continue;
       }

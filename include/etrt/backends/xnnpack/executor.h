@@ -414,9 +414,17 @@ class Executor {
       if (f == ByteForm::Gemm && p.int8.active() && grids) forms[i] = f;
       // The byte depthwise kernel rounds onto its own output's grid first (ByteFinish): a quantized output only.
       if (f == ByteForm::Joint && p.packed_path && p.byte_dw.active() && grids && p.finish.round) forms[i] = f;
-      if (f == ByteForm::Joint && !p.packed_path && n.inputs.size() == 2 && n.output != kNoValue &&
-          g.values[n.inputs[0]].dims == g.values[n.output].dims && g.values[n.inputs[1]].dims == g.values[n.output].dims)
-        forms[i] = f;
+      if (f == ByteForm::Binary && n.inputs.size() == 2 && n.output != kNoValue) {
+        // fast::binary_mixed: the output on a per-tensor 8-bit grid, operands its shape or a row repeated over it.
+        const Value& o = g.values[n.output];
+        const bool grid = (o.datatype == Datatype::QInt8 || o.datatype == Datatype::QUInt8) &&
+                          o.quant.kind == QuantKind::PerTensor;
+        const ValueShape os = ValueShape::of(o.dims);
+        if (grid && fast::mixed_layout(ValueShape::of(g.values[n.inputs[0]].dims),
+                                       ValueShape::of(g.values[n.inputs[1]].dims), os))
+          forms[i] = f;
+      }
+      if (f == ByteForm::Reads) forms[i] = f;
     }
     const std::vector<bool> bytes = byte_values(g, forms, stored, inside);
     for (SiluChain& c : chains_) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/kernels/util/fast_math.h"
@@ -195,27 +196,73 @@ inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float
   });
 }
 
-/// o = the byte of out(op(a, b)) on o's grid (byte zero `o_zero`), over n elements of equal shapes. The reals are
-/// the floats the float path holds for these bytes ((byte - zero) x scale is the grid point's one product), so the
-/// results are its results, as bytes.
+/// How binary_mixed walks two operands of these shapes into `out`: rows x inner elements, an operand with `row`
+/// set repeating one row of `inner`; nullopt unless the shapes are equal or one repeats the other's trailing dims.
+struct MixedLayout {
+  int64_t rows, inner;
+  bool a_row, b_row;
+};
+inline std::optional<MixedLayout> mixed_layout(const ValueShape& as, const ValueShape& bs, const ValueShape& os) {
+  const int64_t n = os.numel();
+  const bool a_full = as == os, b_full = bs == os;
+  if (a_full && b_full) return MixedLayout{1, n, false, false};
+  if (!a_full && !b_full) return std::nullopt;
+  const int64_t inner = repeated_suffix(a_full ? bs : as, os);
+  if (inner <= 0 || n % inner != 0) return std::nullopt;
+  return MixedLayout{n / inner, inner, !a_full, !b_full};
+}
+
+/// One operand of binary_mixed (Note [byte activations]): floats, or bytes standing for (byte - zero) x scale (the
+/// float the float path holds for them: the grid point's one product); `row`: one row repeated over the output's
+/// rows (a channel vector in NHWC), else as long as the output.
+struct MixedOperand {
+  const float* f = nullptr;
+  const uint8_t* b = nullptr;
+  float zero = 0.f, scale = 1.f;
+  bool row = false;
+
+  template <class V>
+  [[gnu::always_inline]] V load16(int64_t i) const {
+    if (b) return (kernels::vec::load_bytes<16>(b + i) - zero) * scale;
+    V v;
+    kernels::vec::load(v, f + i);
+    return v;
+  }
+  [[gnu::always_inline]] float load1(int64_t i) const {
+    return b ? (static_cast<float>(b[i]) - zero) * scale : f[i];
+  }
+};
+
+/// o = op(a, b) over `rows` rows of `inner` elements, clamped and rounded onto the output's grid (`out`): stored as
+/// the grid's bytes (byte zero o_zero) at ob, or as the grid's floats at of. The results are the float path's
+/// (fast::binary with its OutGrid) on the values the bytes stand for.
 template <class Op>
-inline void binary_bytes(ByteOperand a, ByteOperand b, uint8_t* o, int64_t n, Op op, const OutGrid& out,
-                         float o_zero) {
+inline void binary_mixed(MixedOperand a, MixedOperand b, int64_t rows, int64_t inner, Op op, const OutGrid& out,
+                         float* of, uint8_t* ob, float o_zero) {
   // By value: a byte store may alias anything, so what a reference reaches would be reloaded after every one.
-  const auto byte = [out, o_zero](auto v) ETRT_ISA_INLINE {
+  const auto finish = [out, o_zero](auto v) ETRT_ISA_INLINE {
     return kernels::vec::round_small(kernels::vec::clamped(kernels::vec::clamped(v, out.lo, out.hi) * out.inv,
-                                                           out.qlo, out.qhi)) + o_zero;
+                                                           out.qlo, out.qhi));
   };
-  kernels::parallel_elements(n, 1, [&, a, b, o, op](int64_t i0, int64_t i1) {
-    kernels::isa::dispatch([&, a, b, o, op, byte]() ETRT_ISA_INLINE {
-      int64_t i = i0;
-      for (; i + 16 <= i1; i += 16) {
-        const auto va = a.real(kernels::vec::load_bytes<16>(a.p + i)), vb = b.real(kernels::vec::load_bytes<16>(b.p + i));
-        kernels::vec::store_bytes<16>(o + i, byte(op(va, vb)));
-      }
-      for (; i < i1; ++i) {
-        const float v = byte(op(a.real(static_cast<float>(a.p[i])), b.real(static_cast<float>(b.p[i]))));
-        o[i] = v == v ? static_cast<uint8_t>(v) : uint8_t{255};  // NaN (an op such as 0 / 0): as the vector store
+  const int64_t n = rows * inner;
+  kernels::parallel_elements(n, 1, [&, a, b, of, ob](int64_t e0, int64_t e1) {
+    kernels::isa::dispatch([&, a, b, of, ob, op, finish, inner, o_zero, scale = out.scale]() ETRT_ISA_INLINE {
+      using V = kernels::vec::Vec<16>;
+      for (int64_t e = e0; e < e1;) {
+        const int64_t j0 = e % inner, end = std::min(e1, e - j0 + inner);  // this row's part of [e0, e1)
+        const int64_t ia = a.row ? j0 - e : 0, ib = b.row ? j0 - e : 0;    // operand index = element + offset
+        int64_t i = e;
+        for (; i + 16 <= end; i += 16) {
+          const V q = finish(op(a.load16<V>(i + ia), b.load16<V>(i + ib)));
+          if (ob) kernels::vec::store_bytes<16>(ob + i, q + o_zero);
+          else kernels::vec::store(of + i, q * scale);
+        }
+        for (; i < end; ++i) {
+          const float q = finish(op(a.load1(i + ia), b.load1(i + ib)));
+          if (ob) ob[i] = q == q ? static_cast<uint8_t>(q + o_zero) : uint8_t{255};  // NaN: no byte stands for it
+          else of[i] = q * scale;
+        }
+        e = end;
       }
     });
   });

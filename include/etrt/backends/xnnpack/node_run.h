@@ -140,18 +140,22 @@ template <BinaryKernel Kernel, class Op>
 Status binary(const NodeRun& r, const Node& n) {
   const uint32_t ia = n.inputs[0], ib = n.inputs[1];
   const auto grid = r.out_grid(n);
-  if (r.prepared[n.index].bytes_out) {  // and its inputs: ByteForm::Joint (Note [byte activations])
+  if (const PreparedNode& p = r.prepared[n.index]; p.bytes_out || p.bytes_in) {  // Note [byte activations]
     const ValueShape& os = r.shapes[n.output];
-    if (!(r.shapes[ia] == os && r.shapes[ib] == os) || !grid)
+    const auto layout = fast::mixed_layout(r.shapes[ia], r.shapes[ib], os);
+    if (!layout || !grid)
       return fail(Error::InvalidArgument, "inputs ", shape_str(r.shapes[ia].sizes()), " and ",
-                  shape_str(r.shapes[ib].sizes()), " differ from the output ", shape_str(os.sizes()),
-                  " this call; its int8 values take equal shapes");
-    const auto operand = [&](uint32_t id) {
+                  shape_str(r.shapes[ib].sizes()), " do not broadcast to ", shape_str(os.sizes()),
+                  " as its int8 values take (equal shapes, or one repeating the other's last dims)");
+    const auto operand = [&](uint32_t id, int k, bool row) {
       const Value& v = r.g.values[id];
-      return fast::ByteOperand{reinterpret_cast<const uint8_t*>(r.ptr[id]), byte_zero(v), v.quant.scale};
+      if (!(p.bytes_in & (1u << k))) return fast::MixedOperand{r.ptr[id], nullptr, 0.f, 1.f, row};
+      return fast::MixedOperand{nullptr, reinterpret_cast<const uint8_t*>(r.ptr[id]), byte_zero(v), v.quant.scale, row};
     };
-    fast::binary_bytes(operand(ia), operand(ib), reinterpret_cast<uint8_t*>(r.ptr[n.output]), os.numel(), Op{},
-                       *grid, byte_zero(r.g.values[n.output]));
+    fast::binary_mixed(operand(ia, 0, layout->a_row), operand(ib, 1, layout->b_row), layout->rows, layout->inner, Op{},
+                       *grid, p.bytes_out ? nullptr : r.ptr[n.output],
+                       p.bytes_out ? reinterpret_cast<uint8_t*>(r.ptr[n.output]) : nullptr,
+                       byte_zero(r.g.values[n.output]));
     r.output_on_grid = true;
     return {};
   }
@@ -381,6 +385,12 @@ inline Status global_avg_pooling(const NodeRun& r, const Node& n) {
   if (os.rank != 4 || os.d[0] != N || os.d[1] != 1 || os.d[2] != 1 || os.d[3] != C)
     return fail(Error::InvalidProgram, "output ", shape_str(os.sizes()), " is not the input ", shape_str(xs.sizes()),
                 " pooled to one pixel");
+  if (r.prepared[n.index].bytes_in & 1) {  // Note [byte activations]
+    const Value& v = r.g.values[n.inputs[0]];
+    kernels::nhwc::global_avg_pool_bytes(reinterpret_cast<const uint8_t*>(r.ptr[n.inputs[0]]), N, P, C, byte_zero(v),
+                                         v.quant.scale, r.ptr[n.output]);
+    return {};
+  }
   kernels::nhwc::global_avg_pool(r.ptr[n.inputs[0]], N, P, C, r.ptr[n.output]);
   return {};
 }

@@ -34,7 +34,7 @@ struct NodeKind {
 // clang-format off
 inline constexpr NodeKind kNodeKinds[] = {
     {"NONE"},
-    {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>, false, nullptr, ByteForm::Joint},
+    {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>, false, nullptr, ByteForm::Binary},
     {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true, prepare::fully_connected, ByteForm::Gemm},
     {"XNNSoftmax",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::softmax_last_dim>},
     {"XNNSigmoid",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::sigmoid},
@@ -48,11 +48,11 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNMinimum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::minimum_out<detail::F>, fast::Min>},
     {"XNNDepthwiseConv2d",           fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Depthwise>, false, prepare::depthwise_conv, ByteForm::Joint},
     {"XNNMaxPooling2d",              fields::pooling,         shape::spatial,         checks::nhwc,            scratch::max_pooling,   run::max_pooling},
-    {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>, fast::Mul>},
-    {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract, fast::Sub>},
+    {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>, fast::Mul>, false, nullptr, ByteForm::Binary},
+    {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract, fast::Sub>, false, nullptr, ByteForm::Binary},
     {"XNNFloor",                     fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::floor_out<detail::F>>},
     {"XNNConvert",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
-    {"XNNGlobalAvgPooling2d",        fields::node1x1,         shape::global_pooling,  checks::nhwc,            nullptr,                run::global_avg_pooling},
+    {"XNNGlobalAvgPooling2d",        fields::node1x1,         shape::global_pooling,  checks::nhwc,            nullptr,                run::global_avg_pooling, false, nullptr, ByteForm::Reads},
     {"XNNStaticReshape",             fields::reshape,         shape::reshape,         checks::same_size,       nullptr,                run::copy},
     {"XNNArgMaxPooling2d",           fields::argmax_pooling,  shape::spatial,         checks::argmax_pooling,  nullptr,                run::argmax_pooling},
     {"XNNSquareRoot",                fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::sqrt_out<detail::F>>},

@@ -137,4 +137,46 @@ inline void global_avg_pool(const float* in, int64_t N, int64_t P, int64_t C, fl
   else parallel_for(blocks, 1, run);
 }
 
+/// global_avg_pool of bytes standing for (byte - zero) x scale (Note [byte activations]): the bytes' exact integer
+/// sums (floats over blocks of 64 pixels, each below 2^24, added into double totals), then (sum / P - zero) x scale
+/// in double: the mean of the reals, rounded once.
+inline void global_avg_pool_bytes(const uint8_t* in, int64_t N, int64_t P, int64_t C, float zero, float scale,
+                                  float* out) {
+  constexpr int64_t L = 16, kBlock = 64;
+  const int64_t blocks = (C + L - 1) / L;
+  const auto run = [&](int64_t b0, int64_t b1) {
+    isa::dispatch([&]() ETRT_ISA_INLINE {
+      using V = vec::Vec<L>;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t c = b * L, w = std::min(L, C - c);
+          const uint8_t* x = in + n * P * C + c;
+          double total[L] = {};
+          for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
+            const int64_t p1 = std::min(P, p0 + kBlock);
+            if (w == L) {
+              V s0{}, s1{};
+              int64_t p = p0;
+              for (; p + 2 <= p1; p += 2) {
+                s0 += vec::load_bytes<L>(x + p * C);
+                s1 += vec::load_bytes<L>(x + (p + 1) * C);
+              }
+              if (p < p1) s0 += vec::load_bytes<L>(x + p * C);
+              s0 += s1;
+              for (int64_t l = 0; l < L; ++l) total[l] += s0[l];
+            } else {
+              for (int64_t l = 0; l < w; ++l)
+                for (int64_t p = p0; p < p1; ++p) total[l] += x[p * C + l];
+            }
+          }
+          for (int64_t l = 0; l < w; ++l)
+            out[n * C + c + l] =
+                static_cast<float>((total[l] / static_cast<double>(P) - zero) * static_cast<double>(scale));
+        }
+    });
+  };
+  if (N * P * C < 4 * min_parallel_work() || blocks < 2) run(0, blocks);
+  else parallel_for(blocks, 1, run);
+}
+
 }  // namespace etrt::kernels::nhwc
