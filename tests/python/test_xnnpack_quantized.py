@@ -70,15 +70,28 @@ np.save(sys.argv[3], np.asarray(out))
 """
 
 
-def test_byte_activations_setting_keeps_upstreams_results(portable_lib, tmp_path):
-    """q_mobilenet_stage_xnnpack holds its int8 activations as bytes by default (Note [byte activations]);
-    ETRT_BYTE_ACTIVATIONS=0 holds them as floats on their grids. Both match upstream's outputs within the
-    fixtures' tolerance, and each other within one step (the byte depthwise sums exactly where floats rounded)."""
+def _int8_kernels_here():
+    """Whether this process runs the int8 GEMM (AVX-512 VNNI, not capped by ETRT_ISA), where byte activations apply."""
+    import os
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64") or os.environ.get("ETRT_ISA", "amx") not in ("amx", "avx512vnni"):
+        return False
+    try:
+        return "avx512_vnni" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name", ["q_mobilenet_stage_xnnpack", "q_efficientnet_stage_xnnpack"])
+def test_byte_activations_setting_keeps_upstreams_results(portable_lib, tmp_path, name):
+    """The stage fixtures hold their int8 activations as bytes by default (Note [byte activations]);
+    ETRT_BYTE_ACTIVATIONS=0 holds them as floats on their grids. Both match upstream's outputs within the fixtures'
+    tolerance and each other within one step; on the int8 kernels (AVX-512 VNNI) the default is upstream's output
+    bit for bit (Note [xnnpack requantization]: the same integer sums, scaled and rounded as XNNPACK does)."""
     import os
     import subprocess
     import sys
 
-    name = "q_mobilenet_stage_xnnpack"
     ins, want = load_case(name)
     default = to_numpy(portable_lib._load_for_executorch(str(QX / f"{name}.pte")).forward(ins)[0])
     env = dict(os.environ, ETRT_BYTE_ACTIVATIONS="0")
@@ -90,6 +103,8 @@ def test_byte_activations_setting_keeps_upstreams_results(portable_lib, tmp_path
     check_close(name, [default], want)
     check_close(name, [floats], want)
     assert np.abs(default - floats).max() <= grid_step(want[0]) * 1.001 + 1e-7
+    if _int8_kernels_here():
+        assert np.array_equal(default, want[0]), (name, int((default != want[0]).sum()))
 
 
 def test_lowered_and_unlowered_agree(portable_lib):

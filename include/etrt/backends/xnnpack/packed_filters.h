@@ -71,6 +71,63 @@ struct BlockFinish {
   bool any() const { return round || next || silu; }
 };
 
+/// Note [xnnpack requantization]: XNNPACK's int8 kernels add the int32 bias into the exact sum and scale the result
+/// once, by input scale x filter scale / output scale computed in float, straight into the output's steps; they clamp
+/// to the node's output range quantized to whole steps (lrintf(min / scale + zero point), within the type's range).
+/// The float path scaled the sum into real units, added the bias dequantized, then divided by the output's scale:
+/// the same value up to two more roundings, which put about one output in a thousand on the neighbouring step. Where
+/// a node's output is quantized per tensor (8-bit) and its bias is an int32 constant (or absent), its int8 kernels
+/// take these constants instead, so its steps are XNNPACK's, bit for bit.
+struct ExactRequant {
+  std::vector<int32_t> zero_sum;  // the float path's zero_sum minus the int32 bias
+  std::vector<float> scale;       // (input scale x filter scale) / output scale
+  std::vector<float> bias;        // the int32 bias as floats (the byte depthwise kernel's sums start from it)
+  float lo = 0.f, hi = 0.f;       // the output's steps (quantized value minus zero point) after the node's clamp
+  float out_scale = 1.f;
+  bool active() const { return !scale.empty(); }
+};
+
+/// The constants of Note [xnnpack requantization] for node n, whose per-channel `scale` (input x filter) and
+/// `zero_sum` the float path uses; inactive where its output or bias does not fit, or `small_bias` is asked and a
+/// bias reaches 2^23 (the byte depthwise kernel sums in float).
+inline ExactRequant exact_requant(const Graph& g, const Node& n, std::span<const float> scale,
+                                  std::span<const int32_t> zero_sum, bool small_bias = false) {
+  ExactRequant e;
+  const Value& o = g.values[n.output];
+  if ((o.datatype != Datatype::QInt8 && o.datatype != Datatype::QUInt8) || o.quant.kind != QuantKind::PerTensor)
+    return e;
+  const float so = o.quant.scale;
+  if (!(so > 0.f) || !std::isfinite(so) || !std::isfinite(1.f / so)) return e;
+  const size_t rows = scale.size();
+  std::vector<int32_t> bias(rows, 0);
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+    const Value& b = g.values[n.inputs[2]];
+    if ((b.datatype != Datatype::QCInt32 && b.datatype != Datatype::QInt32) || b.constant.size() != rows * 4) return e;
+    std::memcpy(bias.data(), b.constant.data(), rows * 4);
+  }
+  const QRange range = qrange(o.datatype);
+  // XNNPACK's xnn_qs8_quantize / xnn_qu8_quantize of the node's output range, less the zero point.
+  const auto bound = [&](float v) {
+    const float q = std::min(std::max(v / so + static_cast<float>(o.quant.zero_point), static_cast<float>(range.lo)),
+                             static_cast<float>(range.hi));
+    return std::nearbyint(q) - static_cast<float>(o.quant.zero_point);
+  };
+  e.lo = bound(n.has_min_max ? n.out_min : -std::numeric_limits<float>::infinity());
+  e.hi = bound(n.has_min_max ? n.out_max : std::numeric_limits<float>::infinity());
+  if (!(e.lo <= e.hi)) return ExactRequant{};
+  for (size_t j = 0; j < rows; ++j) {
+    const int64_t zs = int64_t{zero_sum.empty() ? 0 : zero_sum[j]} - bias[j];
+    const float s = scale[j] / so;
+    if (zs != static_cast<int32_t>(zs) || !std::isfinite(s) || (small_bias && std::abs(int64_t{bias[j]}) >= (1 << 23)))
+      return ExactRequant{};
+    e.zero_sum.push_back(static_cast<int32_t>(zs));
+    e.scale.push_back(s);
+    e.bias.push_back(static_cast<float>(bias[j]));
+  }
+  e.out_scale = so;
+  return e;
+}
+
 /// A filter kept as bytes for the int8 GEMM (Note [xnnpack int8 filters]): one packed matrix per group, and per
 /// output channel the requantization of its sums.
 struct Int8Filter {
@@ -78,6 +135,7 @@ struct Int8Filter {
   std::vector<int32_t> zero_sum;
   std::vector<float> scale;
   kernels::nhwc::ToBytes to_bytes;  // the input's grid
+  ExactRequant exact;               // Note [xnnpack requantization]; inactive where it does not apply
 
   bool active() const { return !packed.empty(); }
   kernels::qgemm::Requant requant(int64_t o0) const { return {zero_sum.data() + o0, scale.data() + o0}; }
@@ -88,6 +146,7 @@ struct Int8Filter {
 struct ByteDepthwiseFilter {
   std::vector<float> weights, scale, bias;
   float in_zero = 0.f;
+  ExactRequant exact;  // Note [xnnpack requantization], its scale and bias padded as the others
   bool active() const { return !scale.empty(); }
 };
 
@@ -175,6 +234,20 @@ inline std::pair<kernels::qgemm::Requant, kernels::gemm::Epilogue> int8_requant(
   const auto a = grid_step(f.grid), b = grid_step(f.next_grid);
   if (!f.any() || (f.round && !a) || (f.next && !b)) return {rq, ep};  // the callback keeps the exact 32-bit path
   kernels::qgemm::OutputGrid& g = rq.out;
+  if (const ExactRequant& x = p.int8.exact; x.active() && f.round && !f.next) {  // Note [xnnpack requantization]
+    rq = {x.zero_sum.data() + o0, x.scale.data() + o0};
+    ep.bias = nullptr;  // in the sums
+    ep.lo = -std::numeric_limits<float>::infinity(), ep.hi = std::numeric_limits<float>::infinity();  // in the steps
+    ep.finish = nullptr;
+    g.round = true;
+    g.grid = kernels::qgemm::GridStep{1.f, x.lo, x.hi, x.out_scale};  // the sums arrive in steps
+    if (p.bytes_out) {
+      g.out = out;
+      g.bytes = reinterpret_cast<uint8_t*>(const_cast<float*>(out));
+      g.byte_zero = f.byte_zero;
+    }
+    return {rq, ep};
+  }
   if (p.bytes_out) {  // Note [byte activations]: byte_values admits only 8-bit grids, which grid_step takes
     g.out = out;
     g.bytes = reinterpret_cast<uint8_t*>(f.next ? (*f.ptr)[f.dst] : const_cast<float*>(out));
@@ -293,6 +366,7 @@ inline Result<Int8Filter> int8_filter(const Graph& g, const Node& n, int64_t row
     f.packed.push_back(std::move(b));
   }
   f.to_bytes = {1.f / sx, zero};
+  f.exact = exact_requant(g, n, f.scale, f.zero_sum);
   return f;
 }
 
@@ -333,6 +407,11 @@ inline Result<ByteDepthwiseFilter> byte_depthwise_filter(const Graph& g, const N
     f.bias[static_cast<size_t>(c)] = b;
   }
   f.in_zero = static_cast<float>(xv.quant.zero_point + (xv.datatype == Datatype::QInt8 ? 128 : 0));
+  f.exact = exact_requant(g, n, std::span<const float>(f.scale).first(static_cast<size_t>(C)), {}, true);
+  if (f.exact.active()) {
+    f.exact.scale.resize(static_cast<size_t>(Cp), 0.f);
+    f.exact.bias.resize(static_cast<size_t>(Cp), 0.f);
+  }
   return f;
 }
 
@@ -482,6 +561,14 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
       k.out.next_grid = *b;
     }
     k.out.byte_zero = f.byte_zero;
+    if (const ExactRequant& e = p.byte_dw.exact; e.active() && !f.next) {  // Note [xnnpack requantization]
+      k.scale = e.scale.data();
+      k.bias = nullptr;
+      k.acc_init = e.bias.data();  // the int32 bias, in the sums
+      k.lo = -std::numeric_limits<float>::infinity();
+      k.hi = std::numeric_limits<float>::infinity();
+      k.out.grid = kernels::qgemm::GridStep{1.f, e.lo, e.hi, e.out_scale};  // the sums arrive in steps
+    }
     auto* dst = reinterpret_cast<uint8_t*>(f.next ? (*f.ptr)[f.dst] : out);
     if (!kernels::nhwc::byte_depthwise_fits(geo))
       return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
@@ -509,7 +596,7 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
     const int64_t groups = static_cast<int64_t>(p.int8.packed.size()), cg = geo.C / groups, og = geo.O / groups;
     for (int64_t gi = 0; gi < groups; ++gi) {
       auto [rq, gep] = int8_requant(p, n, bias, gi * og, out);
-      if (bias) gep.bias = bias + gi * og;
+      if (gep.bias) gep.bias = bias + gi * og;  // null where the bias is in the sums (Note [xnnpack requantization])
       kernels::nhwc::qconv_group(geo, bytes, pad, gi * cg, cg, p.int8.packed[gi], rq, gep, out, gi * og);
     }
     return {};

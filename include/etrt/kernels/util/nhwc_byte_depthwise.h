@@ -49,10 +49,11 @@ inline int64_t byte_depthwise_channels(int64_t c) {
 struct ByteDepthwise {
   const float* weights = nullptr;
   const float* scale = nullptr;
-  const float* bias = nullptr;
+  const float* bias = nullptr;  // null: none
   float in_zero = 0.f;  // the input's byte of the real 0
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   qgemm::OutputGrid out;  // the output's grid (byte_of); bytes and out unused
+  const float* acc_init = nullptr;  // Cp sums to start from, null for 0 (Note [xnnpack requantization]: the bias)
 };
 
 namespace detail {
@@ -143,6 +144,7 @@ template <int KH, int KW, bool Next>
   const float* weights = k.weights;
   const float* scale = k.scale;
   const float* bias = k.bias;
+  const float* init = k.acc_init;
   float* zero_row = ring + kh_n * row_floats;
   std::fill(zero_row, zero_row + row_floats, 0.f);
   int64_t held[kMaxDepthwiseTaps];  // the input row (n * H + ih) each slot holds; -1: none yet
@@ -181,7 +183,8 @@ template <int KH, int KW, bool Next>
     for (int64_t ow0 = 0; ow0 < OW; ow0 += kPixelChunk) {
       const int64_t ow1 = std::min(OW, ow0 + kPixelChunk);
       for (int64_t c = 0; c < Cp; c += L) {
-        V w[KH && KW ? KH * KW : 1], sc, b{};
+        V w[KH && KW ? KH * KW : 1], sc, b{}, start{};
+        if (init) vec::load(start, init + c);
         if constexpr (KH && KW) {
 #pragma GCC unroll 25
           for (int t = 0; t < KH * KW; ++t) vec::load(w[t], weights + t * Cp + c);
@@ -191,7 +194,7 @@ template <int KH, int KW, bool Next>
         const bool whole = c + L <= C;
         for (int64_t ow = ow0; ow < ow1; ++ow) {
           const int64_t x0 = ow * xs + c;
-          V acc{}, v;
+          V acc = start, v;
           if constexpr (KH && KW) {
             V part[KH];  // one sum per kernel row: shorter chains of dependent adds
 #pragma GCC unroll 5
