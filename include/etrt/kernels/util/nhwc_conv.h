@@ -400,6 +400,9 @@ template <int Lanes>
       depthwise_pixel<Lanes>(g, mult, in, filter, ep, out + (row * g.OW + ow) * g.O, row / g.OH, row % g.OH, ow, 0);
 }
 
+/// Output pixels a register of channels walks with its weights in registers (depthwise_window_body).
+inline constexpr int64_t kDepthwisePixelChunk = 8;
+
 /// Note [depthwise interior]: a KH x KW depthwise window with one output per channel and no dilation, on the output
 /// pixels of a row whose whole window lies inside the input: per register of channels the taps' weights and the
 /// bias are loaded once and stay in registers while the loop walks those pixels, so a pixel costs one load and one
@@ -425,12 +428,14 @@ template <int Lanes, int KH, int KW>
     }
     for (int64_t ow = 0; ow < ow_lo; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
     const float* base = in + (n * g.H + ih0) * g.W * C;
+    // Pixels in chunks whose windows' input lines stay in L1 while each register of channels walks them.
+    for (int64_t ow0 = ow_lo; ow0 < ow_hi; ow0 += kDepthwisePixelChunk)
     for (int64_t c = 0; c < vec_end; c += Lanes) {
       V w[KH * KW], bias{};
 #pragma GCC unroll 25
       for (int t = 0; t < KH * KW; ++t) vec::load(w[t], filter + t * O + c);
       if (ep.bias) vec::load(bias, ep.bias + c);
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
+      for (int64_t ow = ow0, ow1 = std::min(ow_hi, ow0 + kDepthwisePixelChunk); ow < ow1; ++ow) {
         const float* x = base + (ow * g.sw - g.pl) * C + c;
         V a = bias, v;
 #pragma GCC unroll 5
