@@ -17,7 +17,7 @@ case "$suite" in
   kernels) sources=(tests/cpp/kernels/test_*.cpp) ;;
   runtime) sources=(tests/cpp/test_corpus.cpp tests/cpp/test_robustness.cpp tests/cpp/test_fixtures.cpp
                     tests/cpp/test_headers.cpp tests/cpp/test_etdump.cpp tests/cpp/test_reliability.cpp
-                    tests/cpp/test_xnnpack.cpp) ;;
+                    tests/cpp/test_xnnpack.cpp tests/cpp/test_xnnpack_quantized.cpp) ;;
   *) echo "usage: $0 device|kernels|runtime [catch2 args]" >&2; exit 2 ;;
 esac
 ninja -C build-tests gen/etrt_generated/libetrt_portable_kernels.a >/dev/null
