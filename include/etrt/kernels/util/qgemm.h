@@ -264,10 +264,11 @@ struct ColumnEpilogue {
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline void store_columns(const Call& k, const ColumnEpilogue& e,
                                                                            int r, __m512i sums) {
   // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
-  __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale), e.bias);
+  __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale);
   float* at = k.c + r * k.ldc + 16 * e.v;
   if (e.bytes) {  // Note [byte activations]: the last grid's step count plus the byte zero, as bytes
     const __m512 shift = _mm512_set1_ps(12582912.0f);
+    if (k.bias) x = _mm512_add_ps(x, e.bias);  // none where it is in the sums (Note [xnnpack requantization])
     if (e.next) {
       x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));
       if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
@@ -281,6 +282,7 @@ struct ColumnEpilogue {
     _mm512_mask_cvtusepi32_storeu_epi8(e.bytes + (at - e.out), e.m, _mm512_cvtps_epi32(x));
     return;
   }
+  x = _mm512_add_ps(x, e.bias);
   x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));  // a NaN x stays NaN, as std::min / std::max
   if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
   if (e.next) x = grid_point(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv, e.n_qlo, e.n_qhi, e.n_scale);
