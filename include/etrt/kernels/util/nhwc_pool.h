@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/nhwc_conv.h"  // Geometry
@@ -88,69 +89,34 @@ inline void max_pool(const Geometry& g, const float* in, float* out) {
   else parallel_for(rows, 1, run);
 }
 
-/// out [N, C] = the mean of in [N, P, C] over its P pixels. Sixteen channels at a time: float sums of blocks of 64
-/// pixels, in two registers taking alternate pixels, each block's sum added into a double total (a sum over
-/// thousands of pixels keeps its precision), divided by P at the end. Channels are split across threads, each
-/// summed whole by one, so the result does not depend on the thread count. (The portable mean, which this node
-/// ran before, accumulated each channel in double one pixel at a time in SSE: a 56x56x144 pool took ~150 us.)
-inline void global_avg_pool(const float* in, int64_t N, int64_t P, int64_t C, float* out) {
-  constexpr int64_t L = 16, kBlock = 64;
-  const int64_t blocks = (C + L - 1) / L;
-  const auto run = [&](int64_t b0, int64_t b1) {
-    isa::dispatch([&]() ETRT_ISA_INLINE {
-      using V = vec::Vec<L>;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t b = b0; b < b1; ++b) {
-          const int64_t c = b * L, w = std::min(L, C - c);
-          const float* x = in + n * P * C + c;
-          double total[L] = {};
-          for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
-            const int64_t p1 = std::min(P, p0 + kBlock);
-            if (w == L) {
-              V s0{}, s1{}, v0, v1;
-              int64_t p = p0;
-              for (; p + 2 <= p1; p += 2) {
-                vec::load(v0, x + p * C);
-                vec::load(v1, x + (p + 1) * C);
-                s0 += v0;
-                s1 += v1;
-              }
-              if (p < p1) {
-                vec::load(v0, x + p * C);
-                s0 += v0;
-              }
-              s0 += s1;
-              for (int64_t l = 0; l < L; ++l) total[l] += s0[l];
-            } else {
-              for (int64_t l = 0; l < w; ++l) {
-                float s = 0.f;
-                for (int64_t p = p0; p < p1; ++p) s += x[p * C + l];
-                total[l] += s;
-              }
-            }
-          }
-          for (int64_t l = 0; l < w; ++l) out[n * C + c + l] = static_cast<float>(total[l] / static_cast<double>(P));
-        }
-    });
-  };
-  if (N * P * C < min_parallel_work() || blocks < 2) run(0, blocks);
-  else parallel_for(blocks, 1, run);
-}
+namespace detail {
 
-/// global_avg_pool of bytes standing for (byte - zero) x scale (Note [byte activations]): the bytes' exact integer
-/// sums (floats over blocks of 64 pixels, each below 2^24, added into double totals), then (sum / P - zero) x scale
-/// in double: the mean of the reals, rounded once.
-inline void global_avg_pool_bytes(const uint8_t* in, int64_t N, int64_t P, int64_t C, float zero, float scale,
-                                  float* out) {
+/// The means of in [N, P, C] over its P pixels, mean(sum) turning each channel's double total into its output at
+/// out [N, C]. Sixteen channels at a time: float sums of blocks of 64 pixels, in two registers taking alternate
+/// pixels, each block's sum added into a double total (a sum over thousands of pixels keeps its precision).
+/// Channels are split across threads, each summed whole by one, so the result does not depend on the thread count.
+/// T is float, or bytes whose sums are exact (a block's below 2^24).
+template <class T, class Mean>
+inline void channel_means(const T* in, int64_t N, int64_t P, int64_t C, float* out, int64_t parallel_work,
+                          Mean mean) {
   constexpr int64_t L = 16, kBlock = 64;
   const int64_t blocks = (C + L - 1) / L;
   const auto run = [&](int64_t b0, int64_t b1) {
     isa::dispatch([&]() ETRT_ISA_INLINE {
       using V = vec::Vec<L>;
+      const auto load = [](const T* p) ETRT_ISA_INLINE {
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          return vec::load_bytes<16>(p);  // L (a lambda does not see it as a constant here)
+        } else {
+          V v;
+          vec::load(v, p);
+          return v;
+        }
+      };
       for (int64_t n = 0; n < N; ++n)
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t c = b * L, w = std::min(L, C - c);
-          const uint8_t* x = in + n * P * C + c;
+          const T* x = in + n * P * C + c;
           double total[L] = {};
           for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
             const int64_t p1 = std::min(P, p0 + kBlock);
@@ -158,25 +124,45 @@ inline void global_avg_pool_bytes(const uint8_t* in, int64_t N, int64_t P, int64
               V s0{}, s1{};
               int64_t p = p0;
               for (; p + 2 <= p1; p += 2) {
-                s0 += vec::load_bytes<L>(x + p * C);
-                s1 += vec::load_bytes<L>(x + (p + 1) * C);
+                s0 += load(x + p * C);
+                s1 += load(x + (p + 1) * C);
               }
-              if (p < p1) s0 += vec::load_bytes<L>(x + p * C);
+              if (p < p1) s0 += load(x + p * C);
               s0 += s1;
               for (int64_t l = 0; l < L; ++l) total[l] += s0[l];
             } else {
-              for (int64_t l = 0; l < w; ++l)
-                for (int64_t p = p0; p < p1; ++p) total[l] += x[p * C + l];
+              for (int64_t l = 0; l < w; ++l) {
+                float s = 0.f;
+                for (int64_t p = p0; p < p1; ++p) s += static_cast<float>(x[p * C + l]);
+                total[l] += s;
+              }
             }
           }
-          for (int64_t l = 0; l < w; ++l)
-            out[n * C + c + l] =
-                static_cast<float>((total[l] / static_cast<double>(P) - zero) * static_cast<double>(scale));
+          for (int64_t l = 0; l < w; ++l) out[n * C + c + l] = mean(total[l]);
         }
     });
   };
-  if (N * P * C < 4 * min_parallel_work() || blocks < 2) run(0, blocks);
+  if (N * P * C < parallel_work || blocks < 2) run(0, blocks);
   else parallel_for(blocks, 1, run);
+}
+
+}  // namespace detail
+
+/// out [N, C] = the mean of in [N, P, C] over its P pixels (detail::channel_means). (The portable mean, which this
+/// node ran before, accumulated each channel in double one pixel at a time in SSE: a 56x56x144 pool took ~150 us.)
+inline void global_avg_pool(const float* in, int64_t N, int64_t P, int64_t C, float* out) {
+  detail::channel_means(in, N, P, C, out, min_parallel_work(),
+                        [P](double total) { return static_cast<float>(total / static_cast<double>(P)); });
+}
+
+/// global_avg_pool of bytes standing for (byte - zero) x scale (Note [byte activations]): the bytes' exact integer
+/// sums, then (sum / P - zero) x scale in double: the mean of the reals, rounded once. A quarter of the float pool's
+/// bytes per element, so it takes a thread per part only at four times the float pool's size.
+inline void global_avg_pool_bytes(const uint8_t* in, int64_t N, int64_t P, int64_t C, float zero, float scale,
+                                  float* out) {
+  detail::channel_means(in, N, P, C, out, 4 * min_parallel_work(), [P, zero, scale](double total) {
+    return static_cast<float>((total / static_cast<double>(P) - zero) * static_cast<double>(scale));
+  });
 }
 
 }  // namespace etrt::kernels::nhwc
