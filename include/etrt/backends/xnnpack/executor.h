@@ -352,7 +352,7 @@ class Executor {
     // Note [byte activations]: an input held as bytes becomes the floats it stands for a block at a time; an output
     // held as bytes is rounded from a block of floats.
     const Value& xv = g_.values[c.in];
-    const fast::ByteOperand xb{reinterpret_cast<const uint8_t*>(x), byte_zero(xv), xv.quant.scale};
+    const fast::MixedOperand xb{nullptr, reinterpret_cast<const uint8_t*>(x), byte_zero(xv), xv.quant.scale, false};
     auto* yb = reinterpret_cast<uint8_t*>(y);
     kernels::parallel_elements(n, 16, [&](int64_t b, int64_t e) {
       constexpr int64_t kBlock = 2048;  // 8 KB: rounded while in L1

@@ -159,23 +159,6 @@ inline void sigmoid(const float* x, float* y, int64_t n, Out out = {}) {
   });
 }
 
-/// A value held as bytes (Note [byte activations]): the real number (byte - zero) x scale.
-struct ByteOperand {
-  const uint8_t* p;
-  float zero, scale;
-  template <class T>
-  [[gnu::always_inline]] T real(T byte) const { return (byte - zero) * scale; }
-};
-
-/// out[i] = the real number of byte a.p[i0 + i], for i < n (one thread).
-inline void bytes_to_reals(ByteOperand a, int64_t i0, int64_t n, float* out) {
-  kernels::isa::dispatch([&, a, i0, n, out]() ETRT_ISA_INLINE {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) kernels::vec::store(out + i, a.real(kernels::vec::load_bytes<16>(a.p + i0 + i)));
-    for (; i < n; ++i) out[i] = a.real(static_cast<float>(a.p[i0 + i]));
-  });
-}
-
 /// o[i] = the byte of grid(v[i]) (clamped, then rounded onto the grid; byte zero `o_zero`), for i < n (one thread).
 inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float o_zero, uint8_t* o) {
   const auto byte = [grid, o_zero](auto x) ETRT_ISA_INLINE {
@@ -232,6 +215,16 @@ struct MixedOperand {
     return b ? (static_cast<float>(b[i]) - zero) * scale : f[i];
   }
 };
+
+/// out[i] = the real number of byte a.b[i0 + i], for i < n (one thread; `a` holds bytes).
+inline void bytes_to_reals(MixedOperand a, int64_t i0, int64_t n, float* out) {
+  kernels::isa::dispatch([&, a, i0, n, out]() ETRT_ISA_INLINE {
+    using V = kernels::vec::Vec<16>;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) kernels::vec::store(out + i, a.load16<V>(i0 + i));
+    for (; i < n; ++i) out[i] = a.load1(i0 + i);
+  });
+}
 
 /// o = op(a, b) over `rows` rows of `inner` elements, clamped and rounded onto the output's grid (`out`): stored as
 /// the grid's bytes (byte zero o_zero) at ob, or as the grid's floats at of. The results are the float path's
