@@ -154,7 +154,10 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
       {geometry(1, 10, 10, 28, 64, 3, 1, 1, {0, 1, 2, 1}), 1}, // K = 252, asymmetric padding
       {geometry(2, 8, 9, 64, 32, 1, 2, 1, {0, 0, 0, 0}), 1},   // a strided 1x1 (a downsample)
       {geometry(1, 2, 20, 5, 32, 3, 1, 1, {3, 1, 3, 1}), 1},   // output rows whose kernel rows are all padding
-      {geometry(1, 6, 30, 4, 16, 3, 1, 1, {1, 1, 1, 1}), 1},   // 28 interior pixels: whole tiles, then single rows
+      {geometry(1, 6, 30, 4, 16, 3, 1, 1, {1, 1, 1, 1}), 1},   // 28 interior pixels: whole tiles, then a tail tile
+      {geometry(2, 16, 16, 3, 8, 3, 1, 1, {1, 1, 1, 1}), 1},   // 8 output channels: a half panel through the tile
+      {geometry(2, 8, 8, 8, 12, 3, 2, 1, {1, 1, 1, 1}), 1},    // 3 interior pixels a row, the edges batched
+      {geometry(1, 7, 40, 3, 24, 5, 1, 1, {2, 2, 2, 2}), 1},   // two edge pixels a side: 8 rows' edges a tile
   };
   each_level([&] {
     for (const Case& t : cases) {

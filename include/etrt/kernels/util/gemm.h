@@ -13,12 +13,14 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <utility>  // integer_sequence: the tile tails
 #include <vector>
 
 #include "etrt/kernels/util/fast_math.h"
@@ -267,7 +269,26 @@ struct Micro {
   // channels, or 40 = 32 + 8, would otherwise spend half or more of its multiplies on padding).
   Fn half_full;  // MR x NR / 2
   Fn half_row;   // 1 x NR / 2
+  // Tiles of 1 .. MR - 1 rows (index = rows), for a block's last rows: run one row at a time, they re-read the whole
+  // B panel per row, and a stem convolution's 14-pixel rows (8 + 6) or a 10-token GEMM spent most of their time
+  // there. Filled for the packed GEMM's kernels (micro_epilogue_kernels); elsewhere empty.
+  std::array<Fn, kMaxMr> tail{}, half_tail{};
+
+  /// The kernel for a block of 1 <= rows <= mr rows, the full or the left half width (tails filled).
+  Fn kernel(int64_t rows, bool half) const {
+    return rows == mr ? (half ? half_full : full) : (half ? half_tail : tail)[static_cast<size_t>(rows)];
+  }
 };
+
+/// tails[r] = make.template operator()<r>() for 1 <= r < MR: the row-count-specific tiles of Micro::tail.
+template <int MR, class Fn, class Make>
+inline std::array<Fn, kMaxMr> tile_tails(Make make) {
+  std::array<Fn, kMaxMr> t{};
+  [&]<int... R>(std::integer_sequence<int, R...>) {
+    ((t[R + 1] = make.template operator()<R + 1>()), ...);
+  }(std::make_integer_sequence<int, MR - 1>{});
+  return t;
+}
 
 /// The tile of a level (isa::level): MR rows x NR columns of accumulators fill most of its vector registers (NR
 /// halves for double).
@@ -298,17 +319,39 @@ inline Micro<T> micro_kernels(int level) {
 }
 
 /// The float tiles with the bias and clamp epilogue, for the packed GEMM (Note [float micro-kernels in
-/// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read.
-inline Micro<float> micro_epilogue_kernels(int level) {
+/// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read, plus the tails.
+inline const Micro<float>& micro_epilogue_kernels(int level) {
+  using Fn = Micro<float>::Fn;
 #ifdef ETRT_ISA_X86
-  if (level >= isa::kAvx512)
-    return {&micro_f32_avx512<8, 32>, &micro_f32_avx512<1, 32>, 8, 32, &micro_f32_avx512<8, 16, 32>,
-            &micro_f32_avx512<1, 16, 32>};
-  if (level == 1)
-    return {&micro_f32_avx2<6, 16>, &micro_f32_avx2<1, 16>, 6, 16, &micro_f32_avx2<6, 8, 16>,
-            &micro_f32_avx2<1, 8, 16>};
+  if (level >= isa::kAvx512) {
+    static const Micro<float> k{&micro_f32_avx512<8, 32>, &micro_f32_avx512<1, 32>, 8, 32,
+                                &micro_f32_avx512<8, 16, 32>, &micro_f32_avx512<1, 16, 32>,
+                                tile_tails<8, Fn>([]<int R>() { return &micro_f32_avx512<R, 32>; }),
+                                tile_tails<8, Fn>([]<int R>() { return &micro_f32_avx512<R, 16, 32>; })};
+    return k;
+  }
+  if (level == 1) {
+    static const Micro<float> k{&micro_f32_avx2<6, 16>, &micro_f32_avx2<1, 16>, 6, 16, &micro_f32_avx2<6, 8, 16>,
+                                &micro_f32_avx2<1, 8, 16>,
+                                tile_tails<6, Fn>([]<int R>() { return &micro_f32_avx2<R, 16>; }),
+                                tile_tails<6, Fn>([]<int R>() { return &micro_f32_avx2<R, 8, 16>; })};
+    return k;
+  }
 #endif
-  return micro_kernels<float>(level);
+#ifdef ETRT_ISA_ARM64
+  static const Micro<float> neon{&micro_f32_neon<6, 16>, &micro_f32_neon<1, 16>, 6, 16, &micro_f32_neon<6, 8, 16>,
+                                 &micro_f32_neon<1, 8, 16>,
+                                 tile_tails<6, Fn>([]<int R>() { return &micro_f32_neon<R, 16>; }),
+                                 tile_tails<6, Fn>([]<int R>() { return &micro_f32_neon<R, 8, 16>; })};
+  return neon;
+#else
+  (void)level;
+  static const Micro<float> base{&micro_base<float, 4, 8>, &micro_base<float, 1, 8>, 4, 8, &micro_base<float, 4, 4, 8>,
+                                 &micro_base<float, 1, 4, 8>,
+                                 tile_tails<4, Fn>([]<int R>() { return &micro_base<float, R, 8>; }),
+                                 tile_tails<4, Fn>([]<int R>() { return &micro_base<float, R, 4, 8>; })};
+  return base;
+#endif
 }
 
 /// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).

@@ -265,30 +265,69 @@ inline bool rows_in_place_fit(const Geometry& g, int64_t cg, const gemm::PackedB
   return cg == g.C && g.dw == 1 && B.k == g.KH * g.KW * g.C && B.k <= gemm::kPackedKc;
 }
 
+/// The output pixels of conv_rows_in_place whose window leaves the input along W (each row's ends), mr at a time:
+/// their windows gathered side by side, one tile per panel, each pixel's row stored with the bias and clamp. One at a
+/// time, each pixel's product was one chain of K dependent multiply-adds.
+class EdgePixels {
+ public:
+  EdgePixels(const Geometry& g, const float* in, const gemm::PackedB& B, const gemm::Epilogue& ep, float* out)
+      : gather_{g, in, 0, g.C}, mk_(gemm::detail::micro_c_kernels(B.level)), B_(B), ep_(ep), out_(out), O_(g.O) {}
+  void add(int64_t px) {
+    gather_(px, 1, 0, B_.k, 1, windows_ + count_ * B_.k);
+    pixels_[count_++] = px;
+    if (count_ == mk_.mr) flush();
+  }
+  void flush() {
+    if (count_ == 0) return;
+    const int nr = mk_.nr;
+    for (int64_t panel = 0; panel < B_.panels(); ++panel) {
+      const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B_.n - j);
+      mk_.kernel(count_, cols <= nr / 2)(B_.k, windows_, 1, B_.k, B_.block(0, panel, B_.k),
+                                        gemm::detail::TileOut{tile_, nr, nullptr, false, false, 0.f, 0.f});
+      for (int64_t r = 0; r < count_; ++r)
+        gemm::detail::store_tile(tile_ + r * nr, nr, 1, cols, out_ + pixels_[r] * O_, O_, j, ep_, true, true);
+    }
+    for (int64_t r = 0; r < count_; ++r) ep_.finish_block(out_ + pixels_[r] * O_, 1, O_, O_);
+    count_ = 0;
+  }
+
+ private:
+  WindowRows gather_;
+  const gemm::detail::Micro<float>& mk_;
+  const gemm::PackedB& B_;
+  const gemm::Epilogue& ep_;
+  float* out_;
+  int64_t O_;
+  int64_t count_ = 0;
+  int64_t pixels_[gemm::detail::kMaxMr];
+  alignas(64) float windows_[gemm::detail::kMaxMr * gemm::kPackedKc];
+  alignas(64) float tile_[gemm::detail::kMaxMr * 32];
+};
+
 /// Output rows [r0, r1) (row = n * OH + oh) of conv_group on the path of Note [conv rows in place].
 inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::PackedB& B, const gemm::Epilogue& ep,
                                float* out, int64_t r0, int64_t r1) {
-  const gemm::detail::Micro<float> mk = gemm::detail::micro_c_kernels(B.level);
+  const gemm::detail::Micro<float>& mk = gemm::detail::micro_c_kernels(B.level);
   const int mr = mk.mr, nr = mk.nr;
   const int64_t C = g.C, O = g.O, run = g.KW * C, panels = B.panels();
   const auto [ow_lo, ow_hi] = g.inside_columns();
   alignas(64) float tile[gemm::detail::kMaxMr * 32];
-  WindowRows gather{g, in, 0, C};
+  EdgePixels edges(g, in, B, ep, out);
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t oh = row % g.OH, n = row / g.OH, ih0 = oh * g.sh - g.pt;
     const int64_t px0 = row * g.OW;  // the output pixel index of column 0
-    // The row's ends through the gathered GEMM (it runs ep.finish on them).
-    if (ow_lo > 0) gemm::detail::packed_block(px0, px0 + ow_lo, 0, panels, B, ep, out, O, gather);
-    if (ow_hi < g.OW) gemm::detail::packed_block(px0 + ow_hi, px0 + g.OW, 0, panels, B, ep, out, O, gather);
+    for (int64_t ow = 0; ow < ow_lo; ++ow) edges.add(px0 + ow);
+    for (int64_t ow = ow_hi; ow < g.OW; ++ow) edges.add(px0 + ow);
     int64_t kh0 = 0, kh1 = g.KH;  // kernel rows inside the input
     while (kh0 < g.KH && ih0 + kh0 * g.dh < 0) ++kh0;
     while (kh1 > kh0 && ih0 + (kh1 - 1) * g.dh >= g.H) --kh1;
     for (int64_t ow = ow_lo; ow < ow_hi;) {
-      const int64_t rows = ow + mr <= ow_hi ? mr : 1;
-      const gemm::detail::MicroC fn = rows == mr ? mk.full : mk.row;
+      const int64_t rows = std::min<int64_t>(mr, ow_hi - ow);
       float* c = out + (px0 + ow) * O;
       for (int64_t panel = 0; panel < panels; ++panel) {
         const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B.n - j);
+        const bool half = cols <= nr / 2;  // a panel of at most half its columns: the half-width tiles
+        const gemm::detail::MicroC fn = mk.kernel(rows, half);
         const float* bp = B.block(0, panel, B.k);
         if (kh0 == kh1) {  // every kernel row in the padding: the bias, clamped
           std::fill(tile, tile + rows * nr, 0.f);
@@ -299,7 +338,7 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
           const bool first = kh == kh0, last = kh + 1 == kh1;
           const float* a = in + ((n * g.H + ih0 + kh * g.dh) * g.W + ow * g.sw - g.pl) * C;
           const float* b = bp + kh * run * nr;
-          if (cols == nr) {
+          if (cols == (half ? nr / 2 : nr)) {
             fn(run, a, 1, g.sw * C, b,
                gemm::detail::TileOut{c + j, O, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
                                      ep.lo, ep.hi});
@@ -313,6 +352,7 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
       ow += rows;
     }
   }
+  edges.flush();
 }
 
 }  // namespace detail

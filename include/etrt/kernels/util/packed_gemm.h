@@ -58,7 +58,7 @@ using TileOut = Tile<float>;
 using MicroC = void (*)(int64_t, const float*, int64_t, int64_t, const float*, const TileOut&);
 
 /// The float kernels of a level (isa::level), shared with the unpacked GEMM (util/gemm.h).
-inline Micro<float> micro_c_kernels(int level) { return micro_epilogue_kernels(level); }
+inline const Micro<float>& micro_c_kernels(int level) { return micro_epilogue_kernels(level); }
 
 }  // namespace detail
 
@@ -154,7 +154,7 @@ inline void store_tile(const float* tile, int nr, int64_t rows, int64_t cols, fl
 template <class PackA>
 inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedB& B, const Epilogue& ep, float* c,
                          int64_t ldc, PackA& pack_a) {
-  const Micro<float> mk = micro_c_kernels(B.level);
+  const Micro<float>& mk = micro_c_kernels(B.level);
   const int mr = mk.mr, nr = mk.nr;
   thread_local Scratch<float> scratch;
   float* apack = scratch.get_a(static_cast<size_t>(kPackedMc * kPackedKc));
@@ -180,19 +180,22 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
         const TileOut to_tile{tile, nr, nullptr, false, false, 0.f, 0.f};
         // A panel with at most half its columns real runs the half-width kernels (Micro::half_full).
         const bool half = cols <= nr / 2;
-        for (int64_t ir = 0; ir < mc; ir += ir < full ? mr : 1) {
-          const bool whole = ir < full;
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          // The last rows (fewer than mr) were packed one after another, kc apart (pack_a with mr = 1).
+          const int64_t rows = std::min<int64_t>(mr, mc - ir);
+          const bool whole = rows == mr;
           const float* a = direct ? direct + ir * lda : apack + ir * kc;
           constexpr bool row_major = requires { PackA::kRowMajor; };
-          const int64_t a_ps = direct || row_major || !whole ? 1 : mr, a_is = direct ? lda : row_major ? kc : 1;
-          const MicroC fn = half ? (whole ? mk.half_full : mk.half_row) : (whole ? mk.full : mk.row);
+          const int64_t a_ps = direct || row_major || !whole ? 1 : mr,
+                        a_is = direct ? lda : row_major || !whole ? kc : 1;
+          const MicroC fn = mk.kernel(rows, half);
           if (cols == (half ? nr / 2 : nr)) {
             TileOut t = to;
             t.c += ir * ldc;
             fn(kc, a, a_ps, a_is, bp, t);
           } else {
             fn(kc, a, a_ps, a_is, bp, to_tile);
-            store_tile(tile, nr, whole ? mr : 1, cols, c + (ic + ir) * ldc, ldc, j, ep, first, last);
+            store_tile(tile, nr, rows, cols, c + (ic + ir) * ldc, ldc, j, ep, first, last);
           }
         }
       }
