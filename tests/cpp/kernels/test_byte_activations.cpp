@@ -49,6 +49,10 @@ TEST_CASE("byte depthwise: exact integer sums onto the output grid, every geomet
       {1, 5, 9, 17, 1, 7, 1, 1, 0, 3, 0, 3, 1},    // a 1x7 window (the generic loop)
       {1, 6, 10, 32, 3, 3, 1, 1, 1, 2, 1, 2, 2},   // dilation along W
       {1, 1, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},    // one input row
+      // Rows wider than one band (a 32 KB ring): the bands' overlapping columns, padding in the first and last
+      {1, 5, 70, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1},   // bands of 16 pixels, a last one of 6
+      {2, 7, 61, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1},   // stride 2: bands of 8
+      {1, 6, 50, 80, 5, 5, 1, 1, 2, 2, 2, 2, 1},   // 5x5, two padding columns a side
   };
   std::mt19937 gen(7);
   std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
