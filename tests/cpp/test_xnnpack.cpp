@@ -245,7 +245,7 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
   REQUIRE(g.has_value());
   auto e = Executor::create(std::move(*g));
   REQUIRE(e.has_value());
-  int sigmoids = 0, fused_sigmoids = 0, fused_multiplies = 0, other_fused = 0, chains = 0;
+  int sigmoids = 0, fused_sigmoids = 0, fused_multiplies = 0, other_fused = 0, chains = 0, in_place = 0;
   for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i) {
     const Node& n = (*e)->graph().nodes[i];
     const bool sigmoid = n.kind == node_kind_code("XNNSigmoid"), multiply = n.kind == node_kind_code("XNNMultiply");
@@ -258,6 +258,18 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
       CHECK((*e)->runs_in_writer((*c)[2]));
     }
     if (!(*e)->runs_in_writer(i)) continue;
+    if (sigmoid && !(*e)->silu_chain_at(i)) {
+      // x * sigmoid(x) overwrites x where the Multiply's output is an intermediate: one tensor stored, not two.
+      const Graph& gr = (*e)->graph();
+      const auto mul = std::ranges::find_if(gr.nodes, [&](const Node& m) {
+        return m.kind == node_kind_code("XNNMultiply") && std::ranges::count(m.inputs, n.output) == 1;
+      });
+      REQUIRE(mul != gr.nodes.end());
+      if ((*e)->value_data(mul->output)) {
+        ++in_place;
+        CHECK((*e)->value_data(mul->output) == (*e)->value_data(n.inputs[0]));
+      }
+    }
     fused_sigmoids += sigmoid;
     fused_multiplies += multiply;
     other_fused += !sigmoid && !multiply;
@@ -267,6 +279,7 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
   CHECK(fused_multiplies == 4);
   CHECK(chains == 1);
   CHECK(other_fused == 0);
+  CHECK(in_place >= 2);
 }
 
 TEST_CASE("XNNPACK: packed filters count against the graph's memory cap", "[xnnpack][packed][robustness]") {

@@ -395,6 +395,13 @@ TEST_CASE("XNNPACK: a value an earlier node writes too is placed apart from that
   REQUIRE(planned.has_value());
   CHECK_FALSE(overlap(*planned, 1, 3));
   CHECK_FALSE(overlap(*planned, 2, 3));
+  // Value 2 computed in place over value 1 (Note [xnnpack silu]): it takes 1's bytes, and 1's life runs on to 2's
+  // reader, so value 3 (written by node 2) may not reuse them.
+  const std::pair<uint32_t, uint32_t> in_place[] = {{2, 1}};
+  auto shared = plan_intermediates(g, {}, in_place);
+  REQUIRE(shared.has_value());
+  CHECK(shared->offset[2] == shared->offset[1]);
+  CHECK_FALSE(overlap(*shared, 1, 3));
 }
 
 TEST_CASE("XNNPACK quantization: truncations and byte flips of quantized payloads never crash",

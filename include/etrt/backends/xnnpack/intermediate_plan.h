@@ -19,10 +19,13 @@ struct IntermediatePlan {
 /// Liveness-planned placement of the intermediates in one arena: a value lives from the node that writes it to
 /// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
 /// aliases its inputs). `written_early` lists (value, node) pairs whose value an earlier node writes too (Note
-/// [xnnpack block finish]): its life starts there. Also rejects a graph that reads an intermediate no earlier node
-/// wrote.
+/// [xnnpack block finish]): its life starts there. `in_place` lists (value, source) pairs whose value is computed
+/// element by element over its source, which nothing reads after (Note [xnnpack silu]): the value takes the
+/// source's bytes, and the source's life runs on to the value's last reader. Also rejects a graph that reads an
+/// intermediate no earlier node wrote.
 inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
-                                                   std::span<const std::pair<uint32_t, size_t>> written_early = {}) {
+                                                   std::span<const std::pair<uint32_t, size_t>> written_early = {},
+                                                   std::span<const std::pair<uint32_t, uint32_t>> in_place = {}) {
   const size_t nv = g.values.size();
   const auto internal = [&](uint32_t id) {
     const Value& v = g.values[id];
@@ -45,9 +48,15 @@ inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
   }
   for (const auto& [id, node] : written_early)
     if (def[id] >= 0) def[id] = std::min(def[id], static_cast<int64_t>(node));
+  std::vector<uint32_t> source(nv, UINT32_MAX);  // in_place: the value whose bytes this one takes
+  for (const auto& [id, src] : in_place) {
+    if (def[id] < 0 || def[src] < 0 || source[src] != UINT32_MAX || g.values[id].numel > g.values[src].numel) continue;
+    source[id] = src;
+    last[src] = std::max(last[src], last[id]);
+  }
   std::vector<uint32_t> order;
   for (uint32_t id = 0; id < nv; ++id)
-    if (def[id] >= 0) order.push_back(id);
+    if (def[id] >= 0 && source[id] == UINT32_MAX) order.push_back(id);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return g.values[a].numel > g.values[b].numel; });
   constexpr int64_t kAlignFloats = 16;  // 64-byte blocks
@@ -72,6 +81,8 @@ inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
     p.arena_floats = std::max<uint64_t>(p.arena_floats, static_cast<uint64_t>(at + size));
     placed.push_back(id);
   }
+  for (uint32_t id = 0; id < nv; ++id)
+    if (source[id] != UINT32_MAX) p.offset[id] = p.offset[source[id]];
   return p;
 }
 
