@@ -293,18 +293,45 @@ TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and 
   REQUIRE(e.has_value());
   if (!kernels::qgemm::has_vnni()) return;  // no int8 GEMM: nothing writes bytes
   const Graph& graph = (*e)->graph();
-  int chains = 0, bytes_in = 0, bytes_out = 0;
+  int chains = 0, bytes_in = 0, bytes_out = 0, tabulated = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const auto c = (*e)->silu_chain_at(i);
     if (!c) continue;
     ++chains;
     const auto [head, sigmoid, multiply, tail] = *c;
-    bytes_in += (*e)->holds_bytes(graph.nodes[head].inputs[0]);
-    if (tail != SIZE_MAX) bytes_out += (*e)->holds_bytes(graph.nodes[tail].output);
+    const bool in = (*e)->holds_bytes(graph.nodes[head].inputs[0]);
+    const bool out = tail != SIZE_MAX && (*e)->holds_bytes(graph.nodes[tail].output);
+    bytes_in += in;
+    bytes_out += out;
+    // Bytes in and out: a function of one byte, looked up (the results: pytest's bit-exact comparison with upstream).
+    CHECK((*e)->silu_chain_tabulated(head) == (in && out));
+    tabulated += (*e)->silu_chain_tabulated(head);
   }
   CHECK(chains == 6);
   CHECK(bytes_in == 5);
   CHECK(bytes_out == 4);
+  CHECK(tabulated == 4);
+}
+
+TEST_CASE("XNNPACK: the byte table lookup of every length and offset equals the scalar definition",
+          "[xnnpack][quantized][byte]") {
+  std::mt19937 gen(11);
+  std::array<uint8_t, 256> table{};
+  for (auto& t : table) t = static_cast<uint8_t>(gen());
+  std::vector<uint8_t> in(300 + 64), out(300 + 64);
+  for (auto& v : in) v = static_cast<uint8_t>(gen());
+  for (int64_t offset : {0, 1, 37})
+    for (int64_t n = 0; n <= 300 - offset; n += n < 140 ? 1 : 13) {
+      std::fill(out.begin(), out.end(), uint8_t{0xA5});
+      fast::lookup_bytes(in.data() + offset, out.data() + offset, n, table.data());
+      int wrong = 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+        const bool inside = i >= offset && i < offset + n;
+        wrong += out[i] != (inside ? table[in[i]] : uint8_t{0xA5});
+      }
+      INFO("offset " << offset << " n " << n);
+      CHECK(wrong == 0);
+    }
 }
 
 TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, Convert) runs as one pass",

@@ -14,6 +14,10 @@
 #include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
 
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
 namespace etrt::xnnpack::fast {
 
 // The binary operations, with torch's NaN rule for minimum / maximum (a NaN on either side is the result), on a
@@ -177,6 +181,36 @@ inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float
       o[i] = b == b ? static_cast<uint8_t>(b) : uint8_t{255};  // NaN: no byte stands for it
     }
   });
+}
+
+#ifdef ETRT_ISA_X86
+#pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// lookup_bytes 64 bytes at a time: two two-register byte permutes index the table's halves by each byte's low
+/// seven bits, its top bit picks between them.
+[[gnu::target("avx512f,avx512bw,avx512vbmi")]] inline int64_t lookup_bytes_vbmi(const uint8_t* in, uint8_t* out,
+                                                                                int64_t n, const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64),
+                t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i x = _mm512_loadu_si512(in + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+    _mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
+  }
+  return i;
+}
+#pragma GCC diagnostic pop
+#endif
+
+/// out[i] = table[in[i]] for i < n: a function of one byte, tabulated (Note [xnnpack silu chain]).
+inline void lookup_bytes(const uint8_t* in, uint8_t* out, int64_t n, const uint8_t* table) {
+  int64_t i = 0;
+#ifdef ETRT_ISA_X86
+  if (kernels::isa::avx512_vbmi()) i = lookup_bytes_vbmi(in, out, n, table);
+#endif
+  for (; i < n; ++i) out[i] = table[in[i]];
 }
 
 /// How binary_mixed walks two operands of these shapes into `out`: rows x inner elements, an operand with `row`

@@ -101,6 +101,17 @@ inline int level() {
   return want >= 0 ? std::min(want, cpu_supported()) : cpu_supported();
 }
 
+#ifdef ETRT_ISA_X86
+/// Whether AVX-512 VBMI (byte permutes across a register) may run: the CPU has it and the level is AVX-512 or above.
+inline bool avx512_vbmi() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi") != 0;
+  }();
+  return has && level() >= kAvx512;
+}
+#endif
+
 /// The name of a level, as ETRT_ISA spells it.
 inline std::string_view level_name(int l) {
 #ifdef ETRT_ISA_ARM64
