@@ -318,38 +318,38 @@ inline Micro<T> micro_kernels(int level) {
           &micro_base<T, 1, nr / 2, nr>};
 }
 
+/// One level's kernel set for the packed GEMM: `tile.template operator()<R, W, BS>()` is its R x W tile reading
+/// panels BS wide.
+template <int MR, int NR, class Tile>
+inline Micro<float> epilogue_set(Tile tile) {
+  using Fn = Micro<float>::Fn;
+  return {tile.template operator()<MR, NR, NR>(), tile.template operator()<1, NR, NR>(), MR, NR,
+          tile.template operator()<MR, NR / 2, NR>(), tile.template operator()<1, NR / 2, NR>(),
+          tile_tails<MR, Fn>([tile]<int R>() { return tile.template operator()<R, NR, NR>(); }),
+          tile_tails<MR, Fn>([tile]<int R>() { return tile.template operator()<R, NR / 2, NR>(); })};
+}
+
 /// The float tiles with the bias and clamp epilogue, for the packed GEMM (Note [float micro-kernels in
 /// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read, plus the tails.
 inline const Micro<float>& micro_epilogue_kernels(int level) {
-  using Fn = Micro<float>::Fn;
 #ifdef ETRT_ISA_X86
   if (level >= isa::kAvx512) {
-    static const Micro<float> k{&micro_f32_avx512<8, 32>, &micro_f32_avx512<1, 32>, 8, 32,
-                                &micro_f32_avx512<8, 16, 32>, &micro_f32_avx512<1, 16, 32>,
-                                tile_tails<8, Fn>([]<int R>() { return &micro_f32_avx512<R, 32>; }),
-                                tile_tails<8, Fn>([]<int R>() { return &micro_f32_avx512<R, 16, 32>; })};
+    static const Micro<float> k =
+        epilogue_set<8, 32>([]<int R, int W, int BS>() { return &micro_f32_avx512<R, W, BS>; });
     return k;
   }
   if (level == 1) {
-    static const Micro<float> k{&micro_f32_avx2<6, 16>, &micro_f32_avx2<1, 16>, 6, 16, &micro_f32_avx2<6, 8, 16>,
-                                &micro_f32_avx2<1, 8, 16>,
-                                tile_tails<6, Fn>([]<int R>() { return &micro_f32_avx2<R, 16>; }),
-                                tile_tails<6, Fn>([]<int R>() { return &micro_f32_avx2<R, 8, 16>; })};
+    static const Micro<float> k = epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_avx2<R, W, BS>; });
     return k;
   }
 #endif
 #ifdef ETRT_ISA_ARM64
-  static const Micro<float> neon{&micro_f32_neon<6, 16>, &micro_f32_neon<1, 16>, 6, 16, &micro_f32_neon<6, 8, 16>,
-                                 &micro_f32_neon<1, 8, 16>,
-                                 tile_tails<6, Fn>([]<int R>() { return &micro_f32_neon<R, 16>; }),
-                                 tile_tails<6, Fn>([]<int R>() { return &micro_f32_neon<R, 8, 16>; })};
+  (void)level;
+  static const Micro<float> neon = epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_neon<R, W, BS>; });
   return neon;
 #else
   (void)level;
-  static const Micro<float> base{&micro_base<float, 4, 8>, &micro_base<float, 1, 8>, 4, 8, &micro_base<float, 4, 4, 8>,
-                                 &micro_base<float, 1, 4, 8>,
-                                 tile_tails<4, Fn>([]<int R>() { return &micro_base<float, R, 8>; }),
-                                 tile_tails<4, Fn>([]<int R>() { return &micro_base<float, R, 4, 8>; })};
+  static const Micro<float> base = epilogue_set<4, 8>([]<int R, int W, int BS>() { return &micro_base<float, R, W, BS>; });
   return base;
 #endif
 }
