@@ -49,9 +49,13 @@ inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
   for (const auto& [id, node] : written_early)
     if (def[id] >= 0) def[id] = std::min(def[id], static_cast<int64_t>(node));
   std::vector<uint32_t> source(nv, UINT32_MAX);  // in_place: the value whose bytes this one takes
+  std::vector<bool> lent(nv, false);             // a source's bytes go to one value at most
   for (const auto& [id, src] : in_place) {
-    if (def[id] < 0 || def[src] < 0 || source[src] != UINT32_MAX || g.values[id].numel > g.values[src].numel) continue;
+    if (def[id] < 0 || def[src] < 0 || source[src] != UINT32_MAX || source[id] != UINT32_MAX || lent[src] ||
+        lent[id] || g.values[id].numel > g.values[src].numel)
+      continue;
     source[id] = src;
+    lent[src] = true;
     last[src] = std::max(last[src], last[id]);
   }
   std::vector<uint32_t> order;
