@@ -225,7 +225,9 @@ inline void packed_gemm(int64_t m, const PackedB& B, const Epilogue& ep, float* 
   if (m * B.n * B.k < min_parallel_work() || thread_count().load() <= 1) {
     detail::packed_block(0, m, 0, panels, B, ep, c, ldc, pack_a);
   } else if (m >= 2 * kPackedMc || (m >= 2 * B.micro_rows() && panels < 2 * thread_count().load())) {
-    parallel_for(m, m >= 2 * kPackedMc ? kPackedMc : B.micro_rows(), [&](int64_t i0, int64_t i1) { detail::packed_block(i0, i1, 0, panels, B, ep, c, ldc, pack_a); });
+    // Split in whole micro-tiles, not whole kPackedMc blocks (each range is still packed kPackedMc rows at a
+    // time): with blocks as the grain, an odd count of them left one thread a block more than the other.
+    parallel_for(m, B.micro_rows(), [&](int64_t i0, int64_t i1) { detail::packed_block(i0, i1, 0, panels, B, ep, c, ldc, pack_a); });
   } else if (m <= B.micro_rows()) {
     // A matrix-vector product (one block of rows, packed at most once per chunk): many chunks, claimed one at a
     // time, since its worker often wakes late (parallel_chunks).
