@@ -60,6 +60,42 @@ TEST_CASE("native_layer_norm over the last two dims with weight and bias", "[ker
   }
 }
 
+TEST_CASE("native_layer_norm: rows wider than the partial sums, with a tail, at every ISA level", "[kernels][norm]") {
+  // 771 = 96 x 8 + 3: the eight interleaved partial sums and the elements past them. A mean of 1000 against a
+  // spread of about 1 checks the two passes (a one-pass variance would lose the spread).
+  constexpr int rows = 3, n = 771;
+  std::vector<float> x(rows * n), w(n), b(n);
+  for (int i = 0; i < rows * n; ++i) x[i] = 1000.f * (i / n + 1) + static_cast<float>((i * 37) % 101) / 50.f;
+  for (int i = 0; i < n; ++i) {
+    w[i] = 0.5f + 0.001f * i;
+    b[i] = 0.25f - 0.0005f * i;
+  }
+  const std::vector<int64_t> ns{n};
+  for (int level : {-1, 1, 0}) {
+    kernels::isa::force_level = level;
+    KernelContext ctx;
+    std::vector<float> o(rows * n), m(rows), r(rows);
+    Tensor to = mk(o, {rows, n}), tm = mk(m, {rows, 1}), tr = mk(r, {rows, 1});
+    Tensor tw = mk(w, {n}), tb = mk(b, {n});
+    REQUIRE(native_layer_norm_out<float_types>(ctx, mk(x, {rows, n}), ns, &tw, &tb, 1e-5, to, tm, tr));
+    for (int row = 0; row < rows; ++row) {
+      long double mean = 0, var = 0;
+      for (int i = 0; i < n; ++i) mean += x[row * n + i];
+      mean /= n;
+      for (int i = 0; i < n; ++i) var += (x[row * n + i] - mean) * (x[row * n + i] - mean);
+      var /= n;
+      const double rstd = static_cast<double>(1 / std::sqrt(var + 1e-5L));
+      CHECK(m[row] == Approx(static_cast<double>(mean)).epsilon(1e-7));
+      CHECK(r[row] == Approx(rstd).epsilon(1e-6));
+      for (int i = 0; i < n; ++i) {
+        const double want = (x[row * n + i] - static_cast<double>(mean)) * rstd * w[i] + b[i];
+        CHECK(o[row * n + i] == Approx(want).margin(1e-3));  // x - mean in float: x (to 3000) carries 2e-4
+      }
+    }
+  }
+  kernels::isa::force_level = -1;
+}
+
 TEST_CASE("native_layer_norm failures and empty input", "[kernels][norm]") {
   KernelContext ctx;
   auto x = data(6);
