@@ -186,12 +186,17 @@ TEST_CASE("int8 gemm: the byte store holds the float store's grid point as its b
   std::vector<qgemm::detail::Kernel> kernels{qgemm::detail::Kernel::Scalar};
   if (qgemm::has_vnni()) kernels.push_back(qgemm::detail::Kernel::Vnni);
   if (qgemm::has_amx()) kernels.push_back(qgemm::detail::Kernel::Amx);
-  for (bool next : {false, true}) {
+  // A grid of step 1 as well: the sums arrive in steps (Note [xnnpack requantization]), its multiply skipped.
+  const qgemm::GridStep unit{1.f, g1.qlo, g1.qhi, 1.f};
+  std::vector<float> step_scale(scale);
+  for (float& s : step_scale) s *= 250.f;
+  for (int pass = 0; pass < 3; ++pass) {
+    const bool next = pass == 1, steps = pass == 2;
     for (auto kernel : kernels) {
-      INFO("next " << next << " kernel " << int(kernel));
-      qgemm::Requant rq{zs.data(), scale.data()};
+      INFO("next " << next << " steps " << steps << " kernel " << int(kernel));
+      qgemm::Requant rq{zs.data(), steps ? step_scale.data() : scale.data()};
       rq.out.round = true;
-      rq.out.grid = g1;
+      rq.out.grid = steps ? unit : g1;
       rq.out.next = next;
       rq.out.lo = 0.f;
       rq.out.hi = 0.5f;
@@ -209,7 +214,7 @@ TEST_CASE("int8 gemm: the byte store holds the float store's grid point as its b
       rq.out.out = untouched.data();
       rq.out.next_out = untouched.data();
       qgemm::qgemm(m, *B, rq, ep, untouched.data(), n, nhwc::ByteRows{a.data(), k}, kernel);
-      const float step = next ? g2.scale : g1.scale;
+      const float step = next ? g2.scale : steps ? 1.f : g1.scale;
       for (int64_t i = 0; i < m * n; ++i) {
         REQUIRE(static_cast<float>(bytes[i]) == std::nearbyint(stored[i] / step) + zero);
         REQUIRE(untouched[i] == -7.f);  // no float written

@@ -219,9 +219,12 @@ struct ColumnEpilogue {
   uint8_t* bytes;  // Note [byte activations]: null for a float output
   const float* out;
   // A byte output without a second grid: the clamp to [lo, hi] folded into the grid's step range (a positive
-  // multiply keeps order, so clamping before or after it gives the same steps), and 1.5 x 2^23 - byte_zero, which
-  // vec::round_small's subtraction takes away to leave the step plus the zero in one add.
-  __m512 b_qlo, b_qhi, b_unshift;
+  // multiply keeps order, so clamping before or after it gives the same steps).
+  __m512 b_qlo, b_qhi;
+  // The byte zero as an integer, added to the converted steps (cvtps2dq rounds half to even, as round_small does);
+  // and whether the grid's multiplier is 1 (Note [xnnpack requantization]: the sums arrive in steps), skipped then.
+  __m512i b_zero;
+  bool unit_inv;
 };
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline ColumnEpilogue column_epilogue(const Call& k, int v) {
   const int cols = std::clamp(k.cols - 16 * v, 0, 16);
@@ -250,7 +253,8 @@ struct ColumnEpilogue {
           g.out,
           _mm512_set1_ps(std::max(g.grid.qlo, k.lo * g.grid.inv)),
           _mm512_set1_ps(std::min(g.grid.qhi, k.hi * g.grid.inv)),
-          _mm512_set1_ps(12582912.0f - g.byte_zero)};
+          _mm512_set1_epi32(static_cast<int32_t>(g.byte_zero)),
+          g.grid.inv == 1.f};
 }
 /// vec::grid_point in intrinsics: round(clamp(v x inv, qlo, qhi)) x scale, the clamp as vec::clamped (max, then min,
 /// the value second, so NaN stays NaN) and the rounding as vec::round_small (add and subtract 1.5 x 2^23).
@@ -260,26 +264,27 @@ struct ColumnEpilogue {
   v = _mm512_min_ps(qhi, _mm512_max_ps(qlo, _mm512_mul_ps(v, inv)));
   return _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(v, shift), shift), scale);
 }
-/// Row r's sums of those columns into C.
+/// Row r's sums of those columns, less their zero_sum (acc - zero_sum[j] of Note [int8 gemm]), into C.
 [[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline void store_columns(const Call& k, const ColumnEpilogue& e,
-                                                                           int r, __m512i sums) {
+                                                                           int r, __m512i offset_sums) {
   // A multiply and an add, not one fused step: the scalar definition's result, bit for bit, on every CPU.
-  __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums, e.zero_sum)), e.scale);
+  __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(offset_sums), e.scale);
   float* at = k.c + r * k.ldc + 16 * e.v;
   if (e.bytes) {  // Note [byte activations]: the last grid's step count plus the byte zero, as bytes
-    const __m512 shift = _mm512_set1_ps(12582912.0f);
     if (k.bias) x = _mm512_add_ps(x, e.bias);  // none where it is in the sums (Note [xnnpack requantization])
     if (e.next) {
       x = _mm512_min_ps(e.hi, _mm512_max_ps(e.lo, x));
       if (e.round) x = grid_point(x, e.g_inv, e.g_qlo, e.g_qhi, e.g_scale);
       x = _mm512_min_ps(e.n_qhi, _mm512_max_ps(e.n_qlo, _mm512_mul_ps(_mm512_min_ps(e.n_hi, _mm512_max_ps(e.n_lo, x)), e.n_inv)));
     } else {
-      x = _mm512_min_ps(e.b_qhi, _mm512_max_ps(e.b_qlo, _mm512_mul_ps(x, e.g_inv)));
+      x = _mm512_min_ps(e.b_qhi, _mm512_max_ps(e.b_qlo, e.unit_inv ? x : _mm512_mul_ps(x, e.g_inv)));
     }
-    // Within [0, 255] by the grid's clamp; a NaN (which no int8 sum makes) converts to 0x80000000, which the
-    // unsigned saturation makes 255, as the scalar definition stores.
-    x = _mm512_sub_ps(_mm512_add_ps(x, shift), e.b_unshift);
-    _mm512_mask_cvtusepi32_storeu_epi8(e.bytes + (at - e.out), e.m, _mm512_cvtps_epi32(x));
+    // Steps within the grid's range, rounded half to even by the conversion, plus the byte zero: within [0, 255].
+    // A NaN (which no int8 sum makes) converts to 0x80000000, which stays negative past the add and the unsigned
+    // saturation makes 255, as the scalar definition stores. Narrowed in a register, then stored: the memory form
+    // of vpmovusdb is microcoded on AMD Zen 4.
+    const __m512i steps = _mm512_add_epi32(_mm512_cvtps_epi32(x), e.b_zero);
+    _mm_mask_storeu_epi8(e.bytes + (at - e.out), e.m, _mm512_cvtusepi32_epi8(steps));
     return;
   }
   x = _mm512_add_ps(x, e.bias);
@@ -299,15 +304,27 @@ struct ColumnEpilogue {
 
 /// MR rows by NV vectors of 16 columns (NV = 2: the whole panel; 1: its first 16 columns, the others being zero).
 template <int MR, int NV>
-[[ETRT_TARGET_AVX512VNNI]] inline void micro_vnni(const Call& k) {
+[[ETRT_TARGET_AVX512VNNI]] inline void micro_vnni(const Call& call) {
+  // A local copy: the byte stores of the epilogue may alias any memory, so fields read through the caller's
+  // reference were reloaded after every store.
+  const Call k = call;
   // Every loop over rows and vectors unrolled: a loop left rolled indexes acc at run time, so GCC keeps it on the
   // stack, and each dot product became a load, the product and a store (three times slower where no AMX tile
   // kernel hides it: on AMD Zen 4, resnet18_q8 ran at the float model's speed).
+  // The sums start at -zero_sum (the same int32 result, modulo 2^32, as subtracting it after): one subtraction a
+  // vector less in the epilogue, which small-k layers (mobilenet's 16- to 32-channel inputs) are mostly made of.
+  __m512i start[NV];
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    const int cols = std::clamp(k.cols - 16 * v, 0, 16);
+    const __mmask16 m = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+    start[v] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_maskz_loadu_epi32(m, k.zero_sum + 16 * v));
+  }
   __m512i acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
+    for (int v = 0; v < NV; ++v) acc[r][v] = start[v];
   const uint8_t* a = k.a;
   const int8_t* b = k.b;
   for (int64_t q = 0; q < k.k4; ++q, a += 4, b += kNr * 4) {
@@ -334,7 +351,7 @@ template <int MR, int NV>
 [[ETRT_TARGET_AVX512VNNI]] inline void store_sums(const int32_t (*acc)[32], int rows, const Call& k) {
   for (int v = 0; v < 2 && k.cols > 16 * v; ++v) {
     const ColumnEpilogue e = column_epilogue(k, v);
-    for (int r = 0; r < rows; ++r) store_columns(k, e, r, _mm512_loadu_si512(&acc[r][16 * v]));
+    for (int r = 0; r < rows; ++r) store_columns(k, e, r, _mm512_sub_epi32(_mm512_loadu_si512(&acc[r][16 * v]), e.zero_sum));
   }
 }
 #pragma GCC diagnostic pop
