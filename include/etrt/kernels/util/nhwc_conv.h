@@ -462,11 +462,55 @@ template <int Lanes, int KH, int KW>
     const int64_t oh = row % g.OH, n = row / g.OH, ih0 = oh * g.sh - g.pt;
     float* orow = out + row * g.OW * O;
     const bool inside_rows = ih0 >= 0 && ih0 + KH <= g.H;
+    // Pixels [ow_a, ow_b) whose windows may leave the input: the weights in registers as for the interior, each
+    // tap checked against the input's edges (the unrolled checks keep the weights in registers). A 5x5 window
+    // over 7x7 pixels has 40 of its 49 on the border, where the pixel loop's four loads a tap made it the slowest
+    // of efficientnet_b0's depthwise layers.
+    // A 3x3 window's border is one pixel a side, too few to repay loading the weights: the pixel loop takes it.
+    const auto border = [&](int64_t ow_a, int64_t ow_b) ETRT_ISA_INLINE {
+      if constexpr (KH * KW < 25) {
+        for (int64_t ow = ow_a; ow < ow_b; ++ow)
+          depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+        return;
+      }
+      for (int64_t ow0 = ow_a; ow0 < ow_b; ow0 += kDepthwisePixelChunk)
+      for (int64_t c = 0; c < vec_end; c += Lanes) {
+        V w[KH * KW], bias{};
+#pragma GCC unroll 25
+        for (int t = 0; t < KH * KW; ++t) vec::load(w[t], filter + t * O + c);
+        if (ep.bias) vec::load(bias, ep.bias + c);
+        for (int64_t ow = ow0, ow1 = std::min(ow_b, ow0 + kDepthwisePixelChunk); ow < ow1; ++ow) {
+          const int64_t iw0 = ow * g.sw - g.pl;
+          V a = bias, v;
+#pragma GCC unroll 5
+          for (int kh = 0; kh < KH; ++kh) {
+            const int64_t ih = ih0 + kh;
+            if (ih < 0 || ih >= g.H) continue;
+            const float* x = in + (n * g.H + ih) * g.W * C + c;
+#pragma GCC unroll 5
+            for (int kw = 0; kw < KW; ++kw) {
+              const int64_t iw = iw0 + kw;
+              if (iw < 0 || iw >= g.W) continue;
+              vec::load(v, x + iw * C);
+              a += v * w[kh * KW + kw];
+            }
+          }
+          if (clamp) {
+            a = a < lo ? lo : a;  // a NaN compares false and stays
+            a = a > hi ? hi : a;
+          }
+          vec::store(orow + ow * O + c, a);
+        }
+      }
+      if (vec_end < O)
+        for (int64_t ow = ow_a; ow < ow_b; ++ow)
+          depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, vec_end);
+    };
     if (!inside_rows || ow_lo >= ow_hi) {
-      for (int64_t ow = 0; ow < g.OW; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+      border(0, g.OW);
       continue;
     }
-    for (int64_t ow = 0; ow < ow_lo; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+    border(0, ow_lo);
     const float* base = in + (n * g.H + ih0) * g.W * C;
     // Pixels in chunks whose windows' input lines stay in L1 while each register of channels walks them.
     for (int64_t ow0 = ow_lo; ow0 < ow_hi; ow0 += kDepthwisePixelChunk)
@@ -495,7 +539,7 @@ template <int Lanes, int KH, int KW>
     if (vec_end < O)
       for (int64_t ow = ow_lo; ow < ow_hi; ++ow)
         depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, vec_end);
-    for (int64_t ow = ow_hi; ow < g.OW; ++ow) depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+    border(ow_hi, g.OW);
   }
 }
 
