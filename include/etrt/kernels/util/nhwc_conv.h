@@ -458,21 +458,20 @@ template <int Lanes, int KH, int KW>
   const auto [ow_lo, ow_hi] = g.inside_columns();  // KW == g.KW
   const bool clamp = ep.clamps();
   const float lo = ep.lo, hi = ep.hi;
+  // Locals, not the geometry's fields: the output stores could alias those as far as the compiler knows, which
+  // reloaded them, and redid the products, at every pixel.
+  const int64_t H = g.H, W = g.W, sw = g.sw, pl = g.pl;
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t oh = row % g.OH, n = row / g.OH, ih0 = oh * g.sh - g.pt;
     float* orow = out + row * g.OW * O;
-    const bool inside_rows = ih0 >= 0 && ih0 + KH <= g.H;
-    // Pixels [ow_a, ow_b) whose windows may leave the input: the weights in registers as for the interior, each
-    // tap checked against the input's edges (the unrolled checks keep the weights in registers). A 5x5 window
-    // over 7x7 pixels has 40 of its 49 on the border, where the pixel loop's four loads a tap made it the slowest
-    // of efficientnet_b0's depthwise layers.
-    // A 3x3 window's border is one pixel a side, too few to repay loading the weights: the pixel loop takes it.
-    const auto border = [&](int64_t ow_a, int64_t ow_b) ETRT_ISA_INLINE {
-      if constexpr (KH * KW < 25) {
-        for (int64_t ow = ow_a; ow < ow_b; ++ow)
-          depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
-        return;
-      }
+    const bool inside_rows = ih0 >= 0 && ih0 + KH <= H;
+    const int64_t row0 = (n * H + ih0) * W * C;  // the offset of input row ih0 (which may lie outside)
+    // Pixels [ow_a, ow_b) in chunks whose windows' input lines stay in L1 while each register of channels walks
+    // them, its weights in registers; the channels past the last whole register take the pixel loop. Checked:
+    // the windows may leave the input, and each tap is checked against its edges (the unrolled checks keep the
+    // weights in registers). A 5x5 window over 7x7 pixels has 40 of its 49 on the border, where the pixel loop's
+    // four loads a tap had made it the slowest of efficientnet_b0's depthwise layers.
+    const auto walk = [&]<bool Checked>(int64_t ow_a, int64_t ow_b) ETRT_ISA_INLINE {
       for (int64_t ow0 = ow_a; ow0 < ow_b; ow0 += kDepthwisePixelChunk)
       for (int64_t c = 0; c < vec_end; c += Lanes) {
         V w[KH * KW], bias{};
@@ -480,18 +479,17 @@ template <int Lanes, int KH, int KW>
         for (int t = 0; t < KH * KW; ++t) vec::load(w[t], filter + t * O + c);
         if (ep.bias) vec::load(bias, ep.bias + c);
         for (int64_t ow = ow0, ow1 = std::min(ow_b, ow0 + kDepthwisePixelChunk); ow < ow1; ++ow) {
-          const int64_t iw0 = ow * g.sw - g.pl;
+          const int64_t iw0 = ow * sw - pl;
+          // The window's corner as an offset (it may lie outside the input; only the taps inside are formed).
+          const int64_t corner = row0 + iw0 * C + c;
           V a = bias, v;
 #pragma GCC unroll 5
           for (int kh = 0; kh < KH; ++kh) {
-            const int64_t ih = ih0 + kh;
-            if (ih < 0 || ih >= g.H) continue;
-            const float* x = in + (n * g.H + ih) * g.W * C + c;
+            if (Checked && (ih0 + kh < 0 || ih0 + kh >= H)) continue;
 #pragma GCC unroll 5
             for (int kw = 0; kw < KW; ++kw) {
-              const int64_t iw = iw0 + kw;
-              if (iw < 0 || iw >= g.W) continue;
-              vec::load(v, x + iw * C);
+              if (Checked && (iw0 + kw < 0 || iw0 + kw >= W)) continue;
+              vec::load(v, in + (corner + (kh * W + kw) * C));
               a += v * w[kh * KW + kw];
             }
           }
@@ -506,39 +504,21 @@ template <int Lanes, int KH, int KW>
         for (int64_t ow = ow_a; ow < ow_b; ++ow)
           depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, vec_end);
     };
+    // A 3x3 window's border is one pixel a side, too few to repay loading the weights: the pixel loop takes it.
+    const auto border = [&](int64_t ow_a, int64_t ow_b) ETRT_ISA_INLINE {
+      if constexpr (KH * KW < 25) {
+        for (int64_t ow = ow_a; ow < ow_b; ++ow)
+          depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, 0);
+      } else {
+        walk.template operator()<true>(ow_a, ow_b);
+      }
+    };
     if (!inside_rows || ow_lo >= ow_hi) {
       border(0, g.OW);
       continue;
     }
     border(0, ow_lo);
-    const float* base = in + (n * g.H + ih0) * g.W * C;
-    // Pixels in chunks whose windows' input lines stay in L1 while each register of channels walks them.
-    for (int64_t ow0 = ow_lo; ow0 < ow_hi; ow0 += kDepthwisePixelChunk)
-    for (int64_t c = 0; c < vec_end; c += Lanes) {
-      V w[KH * KW], bias{};
-#pragma GCC unroll 25
-      for (int t = 0; t < KH * KW; ++t) vec::load(w[t], filter + t * O + c);
-      if (ep.bias) vec::load(bias, ep.bias + c);
-      for (int64_t ow = ow0, ow1 = std::min(ow_hi, ow0 + kDepthwisePixelChunk); ow < ow1; ++ow) {
-        const float* x = base + (ow * g.sw - g.pl) * C + c;
-        V a = bias, v;
-#pragma GCC unroll 5
-        for (int kh = 0; kh < KH; ++kh)
-#pragma GCC unroll 5
-          for (int kw = 0; kw < KW; ++kw) {
-            vec::load(v, x + (kh * g.W + kw) * C);
-            a += v * w[kh * KW + kw];
-          }
-        if (clamp) {
-          a = a < lo ? lo : a;  // a NaN compares false and stays
-          a = a > hi ? hi : a;
-        }
-        vec::store(orow + ow * O + c, a);
-      }
-    }
-    if (vec_end < O)
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow)
-        depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, vec_end);
+    walk.template operator()<false>(ow_lo, ow_hi);
     border(ow_hi, g.OW);
   }
 }
