@@ -379,7 +379,6 @@ class Executor {
     const float lo = clamps(mul) ? mul.out_min : -kInf, hi = clamps(mul) ? mul.out_max : kInf;
     const Node* tail = c.tail == SIZE_MAX ? nullptr : &g_.nodes[c.tail];
     alignas(64) float xs[2048], ys[2048];
-    const auto clamp = [lo, hi](auto v) { return kernels::vec::clamped(v, lo, hi); };
     const float* xi = x + i0;
     if (c.in_bytes) {
       const Value& xv = g_.values[c.in];
@@ -388,8 +387,7 @@ class Executor {
       xi = xs;
     }
     float* yi = c.out_bytes ? ys : y + i0;
-    int64_t j = kernels::silu_blocks(xi, yi, len, clamp);
-    for (; j < len; ++j) yi[j] = clamp(xi[j] * (1.0f / (1.0f + kernels::exp_fast(-xi[j]))));
+    kernels::silu_clamped(xi, yi, len, lo, hi);
     if (!tail) return;
     const Value& q = g_.values[tail->output];
     const float tlo = clamps(*tail) ? tail->out_min : -kInf, thi = clamps(*tail) ? tail->out_max : kInf;

@@ -184,10 +184,7 @@ inline void finish_block(const void* state, float* c, int64_t rows, int64_t cols
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * ldc;
     if (f.silu) {  // Note [xnnpack silu]
-      float* out = (*f.ptr)[f.dst] + (row - (*f.ptr)[f.src]);
-      const auto clamp = [lo = f.lo, hi = f.hi](auto v) { return kernels::vec::clamped(v, lo, hi); };
-      int64_t j = kernels::silu_blocks(row, out, cols, clamp);
-      for (; j < cols; ++j) out[j] = clamp(row[j] * (1.0f / (1.0f + kernels::exp_fast(-row[j]))));
+      kernels::silu_clamped(row, (*f.ptr)[f.dst] + (row - (*f.ptr)[f.src]), cols, f.lo, f.hi);
       continue;
     }
     if (!f.next) {

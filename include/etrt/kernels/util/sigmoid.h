@@ -9,17 +9,73 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/vec.h"
 
+#ifdef ETRT_ISA_X86
+#include <immintrin.h>
+#endif
+
 namespace etrt::kernels {
 
 namespace detail {
+#ifdef ETRT_ISA_X86
+#pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// logistic_blocks' loop at AVX-512: the same values in about two thirds of the instructions. It is most of the
+/// finish of a SiLU-activated layer (efficientnet_b0's convolutions), where the generic loop took 0.42 ns an element
+/// on a Zen 4 core, as long as the convolution producing it when k is 16. What differs from the generic loop:
+/// - 2^n by vscalefps, where the generic loop builds the float's exponent bits and multiplies (three integer
+///   operations and a multiply). On the clamped range n stays within [-126, 127] (at t = kExpHi the product
+///   t log2(e) is 127.49999), where both are exact;
+/// - the range clamps by vmaxps / vminps, which are the generic loop's selects lane for lane (a NaN t gives the
+///   second operand, the bound);
+/// - the polynomial's first step without exp_reduced's multiply of r by zero (r is finite, so r x 0 + c is c).
+/// The rounding of n and the reduction stay in vector-extension arithmetic, so that the compiler contracts them
+/// into multiply-adds exactly as it does vec::exp's.
+template <bool kTimesX, class Out>
+[[ETRT_TARGET_AVX512]] inline int64_t logistic_blocks_avx512(const float* x, float* y, int64_t n, const Out& out) {
+  using V = vec::Vec<16>;
+  const __m512 lo = _mm512_set1_ps(vec::kExpLo), hi = _mm512_set1_ps(vec::kExpHi);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V v;
+    vec::load(v, x + i);
+    const V t = _mm512_min_ps(_mm512_max_ps(-v, lo), hi);
+    const V k = vec::round_small(t * 1.44269504088896341f);
+    const V r = (t - k * 0.693359375f) - k * -2.12194440e-4f;
+    V p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const V e = _mm512_scalef_ps(p, k);
+    V s = 1.0f / (1.0f + e);
+    s = v < -vec::kExpHi ? V{} : s;  // e^-v overflows: vec::exp's inf, 1 / inf
+    if constexpr (kTimesX) {
+      vec::store(y + i, out(v * s));
+    } else {
+      s = v != v ? v : s;
+      vec::store(y + i, out(s));
+    }
+  }
+  return i;
+}
+#pragma GCC diagnostic pop
+#endif
+
 /// y[i] = out(sigmoid(x[i])), or out(x[i] * sigmoid(x[i])) with kTimesX, for the whole 16-lane blocks of [0, n);
 /// returns how many it did.
 template <bool kTimesX, class Out>
 inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& out) {
+#ifdef ETRT_ISA_X86
+  if (isa::level() >= isa::kAvx512) return logistic_blocks_avx512<kTimesX>(x, y, n, out);
+#endif
   return isa::dispatch([&]() ETRT_ISA_INLINE {
     using V = vec::Vec<16>;
     int64_t i = 0;
@@ -60,6 +116,15 @@ inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& ou
 template <class Out>
 inline int64_t silu_blocks(const float* x, float* y, int64_t n, const Out& out) {
   return detail::logistic_blocks<true>(x, y, n, out);
+}
+
+/// y[i] = clamp(x[i] * sigmoid(x[i]), lo, hi) for i < n: silu_blocks and the scalar tail, with the clamp left out
+/// where [lo, hi] bounds nothing (a SiLU's Multiply seldom clamps; the clamp's selects were a fifth of the loop).
+inline void silu_clamped(const float* x, float* y, int64_t n, float lo, float hi) {
+  const auto clamp = [lo, hi](auto v) ETRT_ISA_INLINE { return vec::clamped(v, lo, hi); };
+  const bool bounded = lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity();
+  int64_t i = bounded ? silu_blocks(x, y, n, clamp) : silu_blocks(x, y, n, [](auto v) ETRT_ISA_INLINE { return v; });
+  for (; i < n; ++i) y[i] = clamp(x[i] * (1.0f / (1.0f + exp_fast(-x[i]))));
 }
 
 }  // namespace etrt::kernels
