@@ -182,7 +182,11 @@ TEST_CASE("int8 convolution: windows, padding taps and groups match the float co
   const Case cases[] = {{geo(1, 9, 7, 3, 8, 3, 2, 1), 1},      // mobilenet's stem: K = 27
                         {geo(2, 6, 6, 20, 33, 1, 1, 0), 1},    // pointwise
                         {geo(1, 8, 8, 12, 18, 3, 1, 1), 3},    // grouped
-                        {geo(2, 3, 4, 5, 7, 3, 1, 2), 1}};     // windows wholly or partly in the padding
+                        {geo(2, 3, 4, 5, 7, 3, 1, 2), 1},      // windows wholly or partly in the padding
+                        // Kernel rows of at most 16 bytes, copied 16 at a time (nhwc::gather_short_windows): a
+                        // stem over several packing blocks of rows, and rows of exactly 16 bytes.
+                        {geo(2, 41, 38, 3, 8, 3, 2, 1), 1},
+                        {geo(1, 11, 13, 4, 6, 4, 1, 1), 1}};
   const float sx = 0.05f;
   const int32_t zx = -7;
   for (const Case& t : cases) {

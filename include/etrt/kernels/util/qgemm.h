@@ -407,7 +407,8 @@ inline void amx_rows(const uint8_t* a, int64_t lda, int64_t mc, bool in_place, c
 #endif
 
 /// Rows [i0, i1) and panels [p0, p1) of C. pack_a(i, rows, dst, lda) writes rows [i, i + rows) of A, k bytes
-/// each, at dst with row stride lda (the bytes from k to lda are free: they meet zero weights);
+/// each, at dst with row stride lda (the bytes from k to lda are free: they meet zero weights; it may write 16 bytes
+/// past a row's k, rows in order, as nhwc::gather_short_windows does: the buffer has 64 past its last row);
 /// pack_a.direct(i, lda) returns row i of A when A can be read in place (lda: its row stride; the kernels read
 /// B.row_bytes() bytes of each row, so up to 3 bytes past the last row's k must be readable), else null.
 template <class PackA>
