@@ -541,6 +541,8 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
       {"8-bit per channel, whole vectors", Datatype::QCInt8, QuantKind::PerChannel, 0, 20, 64},
       {"8-bit per channel, a scalar tail", Datatype::QCInt8, QuantKind::PerChannel, 0, 19, 53},
       {"8-bit per channel, large enough to split across threads", Datatype::QCInt8, QuantKind::PerChannel, 0, 640, 520},
+      {"8-bit per channel, three panels of 16 rows, the last partial", Datatype::QCInt8, QuantKind::PerChannel, 0, 37,
+       288},
   };
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> real(-1.f, 1.f);
@@ -564,6 +566,9 @@ TEST_CASE("XNNPACK qd8 integer GEMM (4-bit and 8-bit weights) matches the dequan
     REQUIRE(plan.group == (l.kind == QuantKind::PerChannel ? l.cols : l.group));
     // On a VNNI CPU the 4-bit weight is also repacked for its kernel (Note [qd8 x int4 vnni layout]).
     CHECK(quant::int4_vnni_runs(plan) == (four_bit && kernels::isa::cpu_supported() >= kernels::isa::kAvx512Vnni));
+    // And the 8-bit one, where its columns come in whole groups of 4 (Note [qd8 x int8 vnni layout]).
+    CHECK(quant::int8_vnni_runs(plan) ==
+          (!four_bit && l.cols % 4 == 0 && kernels::isa::cpu_supported() >= kernels::isa::kAvx512Vnni));
     std::vector<float> bias(static_cast<size_t>(l.rows));
     for (float& b : bias) b = real(rng);
     for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{33}}) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "etrt/backends/xnnpack/qd8_int4_vnni.h"
+#include "etrt/backends/xnnpack/qd8_int8_vnni.h"
 #include "etrt/backends/xnnpack/quant_params.h"
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/kernels/util/isa.h"
@@ -50,12 +51,13 @@ enum class Qd8Weight : uint8_t { None, Int4, Int8 };
 
 /// What the integer path knows of one weight at load: its kind, its scale group (columns per scale) and, for 4-bit
 /// weights, each row's sum of value x scale (the zero point's share of an output is zero_point x that sum) and, on
-/// a CPU with AVX-512 VNNI, the weight repacked for its kernel (qd8_int4_vnni.h).
+/// a CPU with AVX-512 VNNI, the weight repacked for its kernel (qd8_int4_vnni.h, qd8_int8_vnni.h).
 struct Qd8Plan {
   Qd8Weight weight = Qd8Weight::None;
   int64_t group = 0;
   std::vector<float> row_sums;
   Int4Vnni vnni;
+  Int8Vnni vnni8;
 };
 
 /// Whether a call runs the VNNI kernel: packed at load, and the level still allows it (tests lower it).
@@ -63,10 +65,16 @@ inline bool int4_vnni_runs(const Qd8Plan& p) {
   return p.weight == Qd8Weight::Int4 && !p.vnni.empty() && kernels::isa::level() >= kernels::isa::kAvx512Vnni;
 }
 
-/// Floats of memory a plan for a [rows, k] weight may hold at most: the row sums and the VNNI copy.
+/// Whether a call runs the 8-bit VNNI kernel: packed at load, and the level still allows it.
+inline bool int8_vnni_runs(const Qd8Plan& p) {
+  return p.weight == Qd8Weight::Int8 && !p.vnni8.empty() && kernels::isa::level() >= kernels::isa::kAvx512Vnni;
+}
+
+/// Floats of memory a plan for a [rows, k] weight may hold at most: the row sums and the VNNI copy (4-bit: k / 8
+/// floats of nibbles and k / 32 of scales a row; 8-bit: k / 4 floats of bytes and a sum).
 inline uint64_t qd8_plan_floats(int64_t rows, int64_t k) {
   const auto padded = static_cast<uint64_t>((rows + 15) / 16 * 16), cols = static_cast<uint64_t>(k);
-  return static_cast<uint64_t>(rows) + padded * (cols / 8 + cols / 32);
+  return static_cast<uint64_t>(rows) + padded * std::max(cols / 8 + cols / 32, cols / 4 + 1);
 }
 
 /// The scale group of a 4-bit [N, K] weight the integer path reads, or 0 when its layout does not fit it: blocks of
@@ -90,6 +98,8 @@ inline Qd8Plan qd8_plan(Datatype d, const Quant& q, std::span<const int64_t> dim
   if (d == Datatype::QCInt8 && q.kind == QuantKind::PerChannel && q.channel_dim == 0 && k <= kInt8MaxCols) {
     p.weight = Qd8Weight::Int8;
     p.group = k;
+    if (kernels::isa::level() >= kernels::isa::kAvx512Vnni)
+      p.vnni8 = pack_int8_vnni(reinterpret_cast<const int8_t*>(data), rows, k);
     return p;
   }
   p.group = int4_scale_group(d, q, dims);
@@ -115,7 +125,8 @@ inline Qd8Plan qd8_plan(Datatype d, const Quant& q, std::span<const int64_t> dim
 
 /// Activation rows quantized for the kernels, m x k: for 4-bit weights `bytes` (q + 128, Note [qd8 x int4
 /// layout], or in column order for the VNNI kernel, which also reads `offsets`: 8 x the bytes' sum per scale
-/// group, Note [qd8 x int4 vnni layout]), for 8-bit ones `wide` (q - zero_point, in column order); and per row its
+/// group, Note [qd8 x int4 vnni layout]), for 8-bit ones `wide` (q - zero_point, in column order) or, for their VNNI
+/// kernel, `bytes` in column order (Note [qd8 x int8 vnni layout]); and per row its
 /// scale, its zero point + 128, and whether the row held a NaN (its outputs are NaN, as the float product's are).
 struct Qd8Rows {
   uint8_t* bytes = nullptr;
@@ -162,12 +173,19 @@ inline int64_t qd8_position(int64_t c, int64_t k) {
 /// the kernel this call runs for `plan` reads.
 inline void pack_qd8_rows(const Qd8Plan& plan, const float* x, int64_t m, int64_t k, const DynamicParams* params,
                           Qd8Rows out) {
-  const bool vnni = int4_vnni_runs(plan);
+  const bool vnni = int4_vnni_runs(plan), vnni8 = int8_vnni_runs(plan);
   for (int64_t i = 0; i < m; ++i) {
     const DynamicParams p = params[i];
     const float* row = x + i * k;
     out.scale[i] = 1.f / p.inv_scale;
     out.zero[i] = p.zero_point + 128;
+    if (vnni8) {  // bytes in column order (Note [qd8 x int8 vnni layout])
+      kernels::qgemm::quantize_row(row, k, p.inv_scale, p.zero_point + 128, out.bytes + i * k);
+      int nan = 0;
+      for (int64_t c = 0; c < k; ++c) nan |= row[c] != row[c];
+      out.nan[i] = static_cast<uint8_t>(nan);
+      continue;
+    }
     if (vnni) {  // bytes in column order (quantize_row's byte is the one below), and the groups' sums
       uint8_t* bytes = out.bytes + i * k;
       kernels::qgemm::quantize_row(row, k, p.inv_scale, p.zero_point + 128, bytes);
@@ -469,6 +487,17 @@ inline void qd8_gemm(const Qd8Plan& plan, const Qd8Rows& a, int64_t m, std::span
                                plan.row_sums.data(), bias, rows, out, rows, p0, p1);
     };
     const int64_t count = plan.vnni.panels;
+    if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, count);
+    else kernels::parallel_chunks(count, std::max<int64_t>(4, count / (8 * kernels::thread_count().load()) / 4 * 4),
+                                  panels);
+    return;
+  }
+  if (int8_vnni_runs(plan)) {
+    const auto panels = [&](int64_t p0, int64_t p1) {
+      detail::int8_vnni_panels(plan.vnni8, a.bytes, a.scale, a.zero, a.nan, m, k, q.scales.data(), bias, rows, out,
+                               rows, p0, p1);
+    };
+    const int64_t count = plan.vnni8.panels;
     if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, count);
     else kernels::parallel_chunks(count, std::max<int64_t>(4, count / (8 * kernels::thread_count().load()) / 4 * 4),
                                   panels);
