@@ -1,5 +1,6 @@
 // The byte kernels of Note [byte activations]: the byte depthwise convolution (Note [byte depthwise]) against an exact
-// integer reference over windows, strides, padding, channel tails and batches on every ISA level; the int8 GEMM's
+// integer reference over windows, strides, padding, channel tails and batches on every ISA level, its VNNI kernel
+// (Note [byte depthwise vnni]) against its float loop bit for bit; the int8 GEMM's
 // byte store against its float store on the same output grid.
 #include <catch2/catch.hpp>
 
@@ -113,6 +114,81 @@ TEST_CASE("byte depthwise: exact integer sums onto the output grid, every geomet
       CHECK(off == 0);
       CHECK(ties <= std::max<int64_t>(1, out_n / 200));  // a float multiply and add against double: only values at a midpoint move
       for (int64_t i = out_n; i < out_n + 16; ++i) CHECK(out[i] == 0xEE);  // nothing written past the output
+    }
+  }
+}
+
+TEST_CASE("byte depthwise: the VNNI kernel's bytes are the float loop's, bit for bit", "[byte][depthwise]") {
+  // Note [byte depthwise vnni]: the same exact sums, the same finish. Where the CPU has VNNI and VBMI, level -1 runs
+  // the VNNI kernel on 3 x 3 windows and AVX-512 the float loop; elsewhere both run the float loop.
+  struct Case {
+    int64_t N, H, W, C, sh, sw, pt, pl, pb, pr;
+  };
+  const Case cases[] = {
+      {1, 9, 11, 40, 1, 1, 1, 1, 1, 1},    // stride 1: four row pairs and a last single row, a block tail of 8
+      {2, 8, 7, 16, 2, 2, 0, 0, 1, 1},     // stride 2, TF-style padding, a batch
+      {2, 7, 9, 24, 1, 1, 1, 1, 1, 1},     // pairs that would straddle two images
+      {1, 6, 100, 112, 1, 1, 1, 1, 1, 1},  // rows wider than one band of quads (40 KB)
+      {1, 9, 120, 96, 2, 2, 1, 1, 1, 1},   // stride 2 in bands
+      {1, 1, 5, 3, 1, 1, 1, 1, 1, 1},      // one input row, fewer channels than a block
+      {1, 5, 6, 33, 1, 2, 0, 2, 2, 0},     // asymmetric padding, strides differ
+      {1, 40, 40, 64, 1, 1, 1, 1, 1, 1},   // enough work to split rows across threads
+  };
+  std::mt19937 gen(9);
+  for (const Case& c : cases) {
+    nhwc::Geometry g;
+    g.N = c.N, g.H = c.H, g.W = c.W, g.C = c.C, g.O = c.C, g.KH = 3, g.KW = 3, g.sh = c.sh, g.sw = c.sw;
+    g.pt = c.pt, g.pl = c.pl, g.pb = c.pb, g.pr = c.pr;
+    g.OH = nhwc::Geometry::out_size(g.H, g.pt, g.pb, 3, g.sh, 1);
+    g.OW = nhwc::Geometry::out_size(g.W, g.pl, g.pr, 3, g.sw, 1);
+    REQUIRE(g.valid());
+    const int64_t Cp = nhwc::byte_depthwise_channels(g.C);
+    const int64_t in_n = g.N * g.H * g.W * g.C, out_n = g.N * g.OH * g.OW * g.C;
+    std::vector<uint8_t> in(static_cast<size_t>(in_n + 64));
+    for (auto& v : in) v = static_cast<uint8_t>(gen() % 256);
+    in[0] = 0, in[1] = 255;
+    std::vector<float> weights(static_cast<size_t>(9 * Cp), 0.f), scale(static_cast<size_t>(Cp), 0.f),
+        start(static_cast<size_t>(Cp), 0.f), bias(static_cast<size_t>(Cp), 0.f);
+    for (int64_t t = 0; t < 9; ++t)
+      for (int64_t ch = 0; ch < g.C; ++ch)
+        weights[t * Cp + ch] = static_cast<float>(static_cast<int>(gen() % 256) - 128);  // -128 included
+    for (int64_t ch = 0; ch < g.C; ++ch) {
+      scale[ch] = 1e-3f * static_cast<float>(1 + ch % 7) / 7.f;
+      start[ch] = static_cast<float>(static_cast<int>(gen() % 20001) - 10000);  // an int32 bias
+      bias[ch] = static_cast<float>(static_cast<int>(gen() % 101) - 50) * 1e-3f;
+    }
+    // The exact requantization's form (the int32 bias as the sums' start, a grid of step 1), a float bias on
+    // another grid, and a second grid (a folded Convert).
+    for (int form = 0; form < 3; ++form) {
+      nhwc::ByteDepthwise k{weights.data(), scale.data(), form == 0 ? nullptr : bias.data(), 117.f, -1e9f, 1e9f, {}};
+      if (form == 0) k.acc_init = start.data();
+      k.out.round = true;
+      k.out.grid = form == 0 ? qgemm::GridStep{1.f, -128.f - 5.f, 127.f - 5.f, 1.f}
+                             : qgemm::GridStep{1.f / 3e-3f, -128.f - 5.f, 127.f - 5.f, 3e-3f};
+      k.out.byte_zero = 128.f + 5.f;
+      if (form == 2) {
+        k.lo = -0.2f, k.hi = 0.25f;
+        k.out.next = true, k.out.lo = -0.1f, k.out.hi = 0.2f;
+        k.out.next_grid = qgemm::GridStep{1.f / 2e-3f, -128.f, 127.f, 2e-3f};
+        k.out.byte_zero = 128.f;
+      }
+      std::vector<uint8_t> by_level[2];
+      const int levels[2] = {-1, int{isa::kAvx512}};
+      for (int l = 0; l < 2; ++l) {
+        const LevelGuard guard(levels[l]);
+        by_level[l].assign(static_cast<size_t>(out_n + 16), 0xEE);
+        REQUIRE(nhwc::depthwise_bytes(g, in.data(), k, by_level[l].data()));
+      }
+      INFO("geometry " << c.N << "x" << c.H << "x" << c.W << "x" << c.C << " stride " << c.sh << "," << c.sw
+                       << " form " << form);
+      int64_t differ = 0, spread = 0;
+      for (int64_t i = 0; i < out_n; ++i) {
+        differ += by_level[0][i] != by_level[1][i];
+        spread += by_level[0][i] != by_level[0][0];
+      }
+      CHECK(differ == 0);
+      CHECK(spread > 0);  // not one value everywhere
+      for (int64_t i = out_n; i < out_n + 16; ++i) CHECK(by_level[0][i] == 0xEE);  // nothing written past the output
     }
   }
 }

@@ -255,6 +255,159 @@ template <int KH, int KW, bool Next>
   }
 }
 
+#ifdef ETRT_ISA_X86
+#pragma GCC diagnostic push  // GCC bug 105593, as in qgemm.h
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// Note [byte depthwise vnni]: a 3 x 3 window on AVX-512 VNNI with VBMI sums in int32 with vpdpbusd, four input rows
+/// a byte each. For an output row a thread interleaves the input rows ih0 .. ih0 + 3 (ih0 = oh x sh - pt) into
+/// quads: one 64-byte vector per input column and block of 16 channels, lane c the four rows' bytes of channel c
+/// (the input's zero byte zu outside the input), made by one byte permute of the rows' four 16-byte runs. A tap
+/// column kw is then one vpdpbusd of the quad at column ow x sw + kw against (w[0][kw], w[1][kw], w[2][kw], 0) in
+/// each lane: three per 16 outputs where the float loop loads and multiplies nine. With stride 1 the next output row
+/// reads rows ih0 + 1 .. ih0 + 3, the same quads against (0, w[0][kw], w[1][kw], w[2][kw]), so rows go in pairs and
+/// each quad serves two. The window's sum is sum u x w, padding taps holding zu, so sum (u - zu) x w = that - zu x
+/// sum w: the integer the float loop sums exactly (Note [byte depthwise]), turned into the same float before the same
+/// finish, so the bytes are the float loop's, bit for bit. Output columns go in bands whose quads stay within
+/// kQuadBytes of L1 (a whole 112-pixel row of 96 channels, 43 KB, was read back from L2 and ran slower than the
+/// float loop). One thread, Zen 4: mobilenet_v2's 56 x 56 x 144 layer 138 -> 93 us, 28 x 28 x 192 64 -> 34,
+/// 14 x 14 x 576 37 -> 25. Without VBMI, widening the rows to int32 lanes to interleave them took half the time and
+/// left the kernel no faster than the float loop, which such CPUs keep.
+inline constexpr int64_t kQuadBytes = 40 * 1024;
+/// Output pixels per band (at least 4, at most OW) and the quad columns a band takes.
+inline int64_t vnni_band(const Geometry& g) {
+  const int64_t col_bytes = byte_depthwise_channels(g.C) * 4, cols = std::max<int64_t>(kQuadBytes / col_bytes, 3);
+  return std::clamp<int64_t>((cols - 3) / g.sw + 1, 4, g.OW);
+}
+inline int64_t vnni_quad_bytes(const Geometry& g) {
+  const int64_t cols = (vnni_band(g) - 1) * g.sw + 3, Cp = byte_depthwise_channels(g.C);
+  return cols * Cp * 4 + Cp + 64;  // the quads, then a pixel of zero bytes read up to 15 bytes past its Cp
+}
+inline bool vnni_fits(const Geometry& g) { return g.KH == 3 && g.KW == 3 && g.dh == 1 && g.dw == 1; }
+
+#define ETRT_TARGET_BYTE_DEPTHWISE_VNNI \
+  gnu::target("avx512vnni,avx512vbmi,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+
+/// Output rows [r0, r1) of depthwise_bytes for vnni_fits geometries (Note [byte depthwise vnni]); `quads` holds
+/// vnni_quad_bytes(g).
+template <bool Next>
+[[ETRT_TARGET_BYTE_DEPTHWISE_VNNI]] inline void byte_depthwise_vnni_rows(const Geometry& g, const uint8_t* in,
+                                                                        const ByteDepthwise& k, uint8_t* out,
+                                                                        int64_t r0, int64_t r1, uint8_t* quads) {
+  constexpr int L = kByteDepthwiseLanes;
+  using V = vec::Vec<L>;
+  const int64_t C = g.C, Cp = byte_depthwise_channels(C), blocks = Cp / L, band = vnni_band(g);
+  const int64_t col_bytes = Cp * 4;  // one quad column: a 64-byte vector per block
+  const ByteFinish<L, Next> finish(k);
+  const uint8_t zb = static_cast<uint8_t>(k.in_zero);
+  // Locals: a byte store may alias anything, so fields read through k would be reloaded after every one.
+  const float* weights = k.weights;
+  const float* scale = k.scale;
+  const float* bias = k.bias;
+  const float* init = k.acc_init;
+  uint8_t* zero_pixel = quads + ((band - 1) * g.sw + 3) * col_bytes;
+  std::memset(zero_pixel, zb, static_cast<size_t>(Cp + 64));
+  const __m512i low = _mm512_set1_epi32(0xFF), zb_lanes = _mm512_set1_epi32(zb);
+  alignas(64) uint8_t order[64];  // byte 4c + j of a quad <- byte c of row j (row j's 16 bytes at 16j)
+  for (int p = 0; p < 64; ++p) order[p] = static_cast<uint8_t>(16 * (p % 4) + p / 4);
+  const __m512i interleave = _mm512_load_si512(order);
+  // ByteFinish's constants, for its steps on the registers (Next = false).
+  const qgemm::OutputGrid& og = k.out;
+  const bool unit = og.grid.inv == 1.f;
+  const __m512 inv = _mm512_set1_ps(og.grid.inv);
+  const __m512 fqlo = _mm512_set1_ps(std::max(og.grid.qlo, k.lo * og.grid.inv)),
+               fqhi = _mm512_set1_ps(std::min(og.grid.qhi, k.hi * og.grid.inv));
+  const __m512i bz = _mm512_set1_epi32(static_cast<int32_t>(og.byte_zero));
+  alignas(16) uint8_t tail[L];
+  for (int64_t row = r0; row < r1;) {
+    const int64_t oh = row % g.OH, n = row / g.OH;
+    const bool pair = g.sh == 1 && row + 1 < r1 && oh + 1 < g.OH;
+    const int64_t ih0 = oh * g.sh - g.pt;
+    const uint8_t* rows[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t ih = ih0 + j;
+      // The fourth row only for the pair's second output row; otherwise its weights are zero.
+      rows[j] = ih >= 0 && ih < g.H && (j < 3 || pair) ? in + (n * g.H + ih) * g.W * C : nullptr;
+    }
+    uint8_t* orow = out + row * g.OW * C;
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += band) {
+      const int64_t ow1 = std::min(g.OW, ow0 + band), x0 = ow0 * g.sw, cols = (ow1 - 1 - ow0) * g.sw + 3;
+      for (int64_t x = 0; x < cols; ++x) {
+        const int64_t iw = x0 + x - g.pl;
+        const bool inside = iw >= 0 && iw < g.W;
+        const uint8_t* src[4];
+        for (int j = 0; j < 4; ++j) src[j] = inside && rows[j] ? rows[j] + iw * C : zero_pixel;
+        uint8_t* q = quads + x * col_bytes;
+        // The last block reads up to 15 bytes past the pixel (the next pixel's channels, or the readable tail past
+        // the value, Note [byte activations]) into lanes whose weights are zero.
+        for (int64_t b = 0; b < blocks; ++b) {
+          __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[0] + b * L)));
+          v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[1] + b * L)), 1);
+          v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[2] + b * L)), 2);
+          v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[3] + b * L)), 3);
+          _mm512_storeu_si512(q + b * 64, _mm512_permutexvar_epi8(interleave, v));
+        }
+      }
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t c = b * L;
+        __m512i wa[3], wb[3], wsum = _mm512_setzero_si512();
+        for (int kw = 0; kw < 3; ++kw) {
+          const __m512i w0 = _mm512_cvttps_epi32(_mm512_loadu_ps(weights + kw * Cp + c));
+          const __m512i w1 = _mm512_cvttps_epi32(_mm512_loadu_ps(weights + (3 + kw) * Cp + c));
+          const __m512i w2 = _mm512_cvttps_epi32(_mm512_loadu_ps(weights + (6 + kw) * Cp + c));
+          wsum = _mm512_add_epi32(wsum, _mm512_add_epi32(w0, _mm512_add_epi32(w1, w2)));
+          wa[kw] = _mm512_or_si512(_mm512_and_si512(w0, low),
+                                   _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(w1, low), 8),
+                                                   _mm512_slli_epi32(_mm512_and_si512(w2, low), 16)));
+          wb[kw] = _mm512_slli_epi32(wa[kw], 8);  // (0, w0, w1, w2): the pair's second row
+        }
+        // The sums start from the integer start (Note [xnnpack requantization]: the int32 bias) less zu x sum w.
+        const __m512i start = _mm512_sub_epi32(
+            init ? _mm512_cvttps_epi32(_mm512_loadu_ps(init + c)) : _mm512_setzero_si512(),
+            _mm512_mullo_epi32(zb_lanes, wsum));
+        V sc, bv{};
+        vec::load(sc, scale + c);
+        if (bias) vec::load(bv, bias + c);
+        const bool whole = c + L <= C;
+        for (int64_t ow = ow0; ow < ow1; ++ow) {
+          const uint8_t* qx = quads + (ow - ow0) * g.sw * col_bytes + b * 64;
+          const __m512i q0 = _mm512_loadu_si512(qx), q1 = _mm512_loadu_si512(qx + col_bytes),
+                        q2 = _mm512_loadu_si512(qx + 2 * col_bytes);
+          for (int half = 0; half < (pair ? 2 : 1); ++half) {
+            const __m512i* w = half ? wb : wa;
+            const __m512i acc =
+                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start, q0, w[0]), q1, w[1]), q2, w[2]);
+            const V a = _mm512_cvtepi32_ps(acc);
+            __m128i q;
+            if constexpr (Next) {
+              q = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(finish(a * sc + bv)));
+            } else {
+              // ByteFinish's steps on the registers: the multiply by the grid's inverse step skipped where it is 1
+              // (the exact requantization's steps), the clamp as vmaxps / vminps (the sums are finite), the rounding
+              // by vcvtps2dq (half to even, as the add of 1.5 x 2^23), the byte zero an integer add.
+              __m512 v = bias ? _mm512_fmadd_ps(a, sc, bv) : _mm512_mul_ps(a, sc);
+              if (!unit) v = _mm512_mul_ps(v, inv);
+              v = _mm512_min_ps(_mm512_max_ps(v, fqlo), fqhi);
+              q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), bz));
+            }
+            uint8_t* o = orow + (half * g.OW + ow) * C + c;
+            if (whole) {
+              _mm_storeu_si128(reinterpret_cast<__m128i*>(o), q);
+            } else {  // the last block: only its C - c channels
+              _mm_storeu_si128(reinterpret_cast<__m128i*>(tail), q);
+              std::memcpy(o, tail, static_cast<size_t>(C - c));
+            }
+          }
+        }
+      }
+    }
+    row += pair ? 2 : 1;
+  }
+}
+#undef ETRT_TARGET_BYTE_DEPTHWISE_VNNI
+#pragma GCC diagnostic pop
+#endif
+
 /// The ring of the calling thread, grown to `floats` (kept for the next call: no allocation once it fits).
 inline float* byte_depthwise_ring(size_t floats) {
   thread_local std::unique_ptr<float[]> ring;
@@ -282,6 +435,24 @@ inline bool depthwise_bytes(const Geometry& g, const uint8_t* in, const ByteDept
   const int64_t rows = g.N * g.OH;
   const int64_t band = detail::band_pixels(g);
   std::atomic<bool> failed{false};
+#ifdef ETRT_ISA_X86
+  // Note [byte depthwise vnni]: 3 x 3 windows without dilation, on CPUs with VNNI and VBMI.
+  if (isa::level() >= isa::kAvx512Vnni && isa::avx512_vbmi() && detail::vnni_fits(g)) {
+    const auto vnni_rows = [&](int64_t r0, int64_t r1) {
+      auto* quads = reinterpret_cast<uint8_t*>(
+          detail::byte_depthwise_ring(static_cast<size_t>(detail::vnni_quad_bytes(g) + 3) / 4));
+      if (!quads) {
+        failed = true;
+        return;
+      }
+      if (k.out.next) detail::byte_depthwise_vnni_rows<true>(g, in, k, out, r0, r1, quads);
+      else detail::byte_depthwise_vnni_rows<false>(g, in, k, out, r0, r1, quads);
+    };
+    if (rows * g.OW * g.O * 9 < min_parallel_work() || rows < 2) vnni_rows(0, rows);
+    else parallel_for(rows, 2, vnni_rows);
+    return !failed;
+  }
+#endif
   const detail::ConvertRow convert = detail::pick_convert_row();
   const auto run_rows = [&](int64_t r0, int64_t r1) {
     float* ring = detail::byte_depthwise_ring(detail::ring_floats(g, band));
