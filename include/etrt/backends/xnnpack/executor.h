@@ -30,6 +30,7 @@
 #include "etrt/backends/xnnpack/quantization.h"
 #include "etrt/backends/xnnpack/quantized_gemv.h"
 #include "etrt/backends/xnnpack/shape_inference.h"
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/kernel.h"
 #include "etrt/kernels/float_kernels.h"  // clamp_out: a node's output_min_max
@@ -109,10 +110,10 @@ class Executor {
                   " bytes, over the ", max_bytes > 0 && max_bytes < kMaxStorageBytes ? "load option's cap" : "delegate's limit",
                   " of ", limit, " bytes");
     // Default-initialised: pages are touched by the first node that writes them, not here.
-    e->arena_.reset(new (std::nothrow) float[std::max<uint64_t>(plan.arena_floats, 1)]);
+    e->arena_ = make_aligned_array<float>(static_cast<size_t>(plan.arena_floats));
     if (!e->arena_) return fail(Error::MemoryAllocationFailed, "XNNPACK graph: cannot allocate ", total_bytes, " bytes");
     if (scratch > 0) {
-      e->scratch_.reset(new (std::nothrow) float[scratch]);
+      e->scratch_ = make_aligned_array<float>(static_cast<size_t>(scratch));
       if (!e->scratch_)
         return fail(Error::MemoryAllocationFailed, "XNNPACK graph: cannot allocate ", scratch * sizeof(float),
                     " bytes of scratch");
@@ -122,7 +123,7 @@ class Executor {
       if (!v.present || e->stays_quantized_[id]) continue;
       if (v.datatype != Datatype::Fp32 && (!v.constant.empty() || (v.flags & kExternal))) {
         // Note [xnnpack quantized values]: held as the float each quantized element stands for.
-        e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
+        e->storage_[id] = make_aligned_array<float>(static_cast<size_t>(v.numel));
         if (!e->storage_[id])
           return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
         if (!v.constant.empty())
@@ -133,7 +134,7 @@ class Executor {
         e->ptr_[id] = const_cast<float*>(reinterpret_cast<const float*>(v.constant.data()));
       } else if (!v.constant.empty()) {
         // Copied once only when misaligned: named data may sit at any byte offset, the kernels read aligned floats.
-        e->storage_[id].reset(new (std::nothrow) float[static_cast<size_t>(std::max<int64_t>(v.numel, 1))]);
+        e->storage_[id] = make_aligned_array<float>(static_cast<size_t>(v.numel));
         if (!e->storage_[id])
           return fail(Error::MemoryAllocationFailed, "XNNPACK value ", id, ": cannot allocate ", v.numel, " floats");
         std::memcpy(e->storage_[id].get(), v.constant.data(), v.constant.size());
@@ -758,9 +759,9 @@ class Executor {
 
   Graph g_;
   std::vector<const NodeKind*> kinds_;               // each node's entry in kNodeKinds
-  std::vector<std::unique_ptr<float[]>> storage_;  // constants, by value id
-  std::unique_ptr<float[]> arena_;                  // intermediates, placed by plan_intermediates
-  std::unique_ptr<float[]> scratch_;                // node temporaries (Note [xnnpack scratch])
+  std::vector<AlignedArray<float>> storage_;  // constants, by value id
+  AlignedArray<float> arena_;                  // intermediates, placed by plan_intermediates
+  AlignedArray<float> scratch_;                // node temporaries (Note [xnnpack scratch])
   std::vector<float*> ptr_;
   std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_

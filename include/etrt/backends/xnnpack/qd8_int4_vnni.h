@@ -24,6 +24,7 @@
 #include <limits>
 #include <vector>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/isa.h"
 
 #ifdef ETRT_ISA_X86
@@ -37,7 +38,7 @@ inline constexpr int64_t kInt4VnniMaxGroup = int64_t{1} << 19;
 
 /// A 4-bit weight in the layout of Note [qd8 x int4 vnni layout]; empty when the layout does not apply.
 struct Int4Vnni {
-  std::vector<uint8_t> w;     // panels x (k / 8) x 64 bytes
+  std::vector<uint8_t, AlignedAllocator<uint8_t>> w;  // panels x (k / 8) x 64 bytes
   std::vector<float> scales;  // panels x groups x 16 floats (0 past the last row), or empty when
   std::vector<uint16_t> scales_bf16;  // holds them as bfloat16 bits (every scale a bfloat16 value)
   int64_t panels = 0;

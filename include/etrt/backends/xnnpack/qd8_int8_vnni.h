@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/isa.h"
 
 #ifdef ETRT_ISA_X86
@@ -29,7 +30,7 @@ namespace etrt::xnnpack::quant {
 
 /// An 8-bit weight in the layout of Note [qd8 x int8 vnni layout]; empty when the layout does not apply.
 struct Int8Vnni {
-  std::vector<int8_t> w;      // panels x (k / 4) x 64 bytes
+  std::vector<int8_t, AlignedAllocator<int8_t>> w;  // panels x (k / 4) x 64 bytes
   std::vector<int32_t> sums;  // panels x 16: each row's sum of its weights (0 past the last row)
   int64_t panels = 0;
   bool empty() const { return w.empty(); }

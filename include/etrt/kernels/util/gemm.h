@@ -23,6 +23,7 @@
 #include <utility>  // integer_sequence: the tile tails
 #include <vector>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/fast_math.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/parallel.h"
@@ -411,14 +412,14 @@ inline void scale_c(int64_t m, int64_t n, T beta, T* c, int64_t rsc, int64_t csc
 /// Scratch buffers reused across calls on one thread (no allocation per call after the first).
 template <class T>
 struct Scratch {
-  std::unique_ptr<T[]> a, b;
+  AlignedArray<T> a, b;
   size_t a_cap = 0, b_cap = 0;
   T* get_a(size_t n) {
-    if (n > a_cap) { a.reset(new T[n]); a_cap = n; }
+    if (n > a_cap) { a = make_aligned_array<T>(n); a_cap = a ? n : 0; }
     return a.get();
   }
   T* get_b(size_t n) {
-    if (n > b_cap) { b.reset(new T[n]); b_cap = n; }
+    if (n > b_cap) { b = make_aligned_array<T>(n); b_cap = b ? n : 0; }
     return b.get();
   }
 };

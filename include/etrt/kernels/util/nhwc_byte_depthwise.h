@@ -27,6 +27,7 @@
 #include <memory>
 #include <new>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/nhwc_conv.h"
 #include "etrt/kernels/util/parallel.h"
@@ -410,10 +411,10 @@ template <bool Next>
 
 /// The ring of the calling thread, grown to `floats` (kept for the next call: no allocation once it fits).
 inline float* byte_depthwise_ring(size_t floats) {
-  thread_local std::unique_ptr<float[]> ring;
+  thread_local AlignedArray<float> ring;
   thread_local size_t cap = 0;
   if (floats > cap) {
-    ring.reset(new (std::nothrow) float[floats]);
+    ring = make_aligned_array<float>(floats);
     cap = ring ? floats : 0;
   }
   return ring.get();

@@ -20,6 +20,7 @@
 #include <memory>
 #include <new>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/parallel.h"
@@ -64,7 +65,7 @@ inline const Micro<float>& micro_c_kernels(int level) { return micro_epilogue_ke
 
 /// B packed for the micro-kernels of one level (Note [packed gemm]).
 struct PackedB {
-  std::unique_ptr<float[]> data;
+  AlignedArray<float> data;
   int64_t k = 0;
   int64_t n = 0;
   int level = 0;  // the isa::level the panels were laid out for
@@ -92,7 +93,7 @@ inline Result<PackedB> pack_b(const float* b, int64_t rs, int64_t cs, int64_t k,
   out.level = isa::level();
   out.nr = detail::micro_c_kernels(out.level).nr;
   const uint64_t floats = packed_b_floats(k, n);
-  out.data.reset(new (std::nothrow) float[std::max<uint64_t>(floats, 1)]);
+  out.data = make_aligned_array<float>(static_cast<size_t>(floats));
   if (!out.data) return fail(Error::MemoryAllocationFailed, "cannot allocate ", floats * sizeof(float), " bytes of packed weights");
   const int nr = out.nr;
   for (int64_t pc = 0; pc < k; pc += kPackedKc)

@@ -25,6 +25,7 @@
 #include <new>
 #include <vector>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/packed_gemm.h"
@@ -44,7 +45,7 @@ inline constexpr int64_t kMc = 96;    // rows of A packed at a time (a multiple 
 
 /// B (k x n int8) packed for the dot-product kernels (Note [int8 gemm]), with its column sums.
 struct PackedQB {
-  std::unique_ptr<int8_t[]> data;
+  AlignedArray<int8_t> data;
   std::vector<int32_t> col_sums;  // sum over p of B(p, j), n entries
   int64_t k = 0, k4 = 0, n = 0;
   int64_t k4_stored = 0;  // groups of four k stored per panel: k4 up to whole tile blocks (Note [amx tiles]), zeros
@@ -73,7 +74,7 @@ inline Result<PackedQB> pack_qb(const int8_t* b, int64_t rs, int64_t cs, int64_t
   out.k4 = (k + 3) / 4;
   out.k4_stored = stored_groups(k);
   const uint64_t bytes = static_cast<uint64_t>(out.panels()) * static_cast<uint64_t>(out.k4_stored) * kNr * 4;
-  out.data.reset(new (std::nothrow) int8_t[std::max<uint64_t>(bytes, 1)]);
+  out.data = make_aligned_array<int8_t>(static_cast<size_t>(bytes));
   if (!out.data) return fail(Error::MemoryAllocationFailed, "cannot allocate ", bytes, " bytes of packed int8 weights");
   std::memset(out.data.get(), 0, bytes);
   out.col_sums.assign(static_cast<size_t>(n), 0);
@@ -416,12 +417,12 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
                   const gemm::Epilogue& ep, float* c, int64_t ldc, Kernel kernel, PackA& pack_a) {
   const bool tiles = kernel == Kernel::Amx;
   const int64_t lda = tiles ? B.tile_row_bytes() : B.row_bytes();
-  thread_local std::unique_ptr<uint8_t[]> buf;
+  thread_local AlignedArray<uint8_t> buf;
   thread_local size_t cap = 0;
   // kMc rows, and a tile kernel's copy of a last group read in place (amx_rows).
   const size_t need = static_cast<size_t>((kMc + kAmxRows) * lda + 64);
   if (need > cap) {
-    buf.reset(new uint8_t[need]);
+    buf = make_aligned_array<uint8_t>(need);
     cap = need;
   }
   uint8_t* apack = buf.get();

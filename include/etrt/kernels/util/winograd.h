@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/isa.h"
 #include "etrt/kernels/util/nhwc_conv.h"
@@ -319,7 +320,7 @@ inline std::pair<InputFn<T>, OutputFn<T>> pick() {
 template <class T>
 inline Result<std::vector<gemm::PackedB>> transform_filter(const float* w, int64_t C, int64_t O) {
   constexpr int a = T::a;
-  std::unique_ptr<float[]> u(new (std::nothrow) float[static_cast<size_t>(C * O)]);
+  AlignedArray<float> u = make_aligned_array<float>(static_cast<size_t>(C * O));
   if (!u) return fail(Error::MemoryAllocationFailed, "cannot allocate ", C * O * 4, " bytes for a Winograd filter");
   std::vector<gemm::PackedB> out;
   out.reserve(a * a);
