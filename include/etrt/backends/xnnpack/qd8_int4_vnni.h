@@ -24,6 +24,7 @@
 #include <limits>
 #include <vector>
 
+#include "etrt/backends/xnnpack/qd8_vnni_tiles.h"
 #include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/isa.h"
 
@@ -176,37 +177,22 @@ template <int MR, int NP, bool Bf16>
   }
 }
 
-/// Panels [p_begin, p_end) against all m activation rows: decode (one row) takes four panels per pass, so four
-/// independent chains hide the dot product's latency; longer inputs take four rows per pass over one panel.
+/// Panels [p_begin, p_end) against all m activation rows, in walk_vnni_tiles' order.
 [[ETRT_TARGET_AVX512VNNI]] inline void int4_vnni_panels(const Int4Vnni& w, const uint8_t* bytes,
                                                         const int32_t* offsets, const float* ascale,
                                                         const int32_t* azero, const uint8_t* anan, int64_t m,
                                                         int64_t k, int64_t group, const float* row_sums,
                                                         const float* bias, int64_t n_total, float* out, int64_t ldo,
                                                         int64_t p_begin, int64_t p_end) {
-#define ETRT_INT4_TILE(MR, NP, I0, P0)                                                                        \
-  (bf16 ? int4_vnni_tile<MR, NP, true>(w, bytes, offsets, ascale, azero, anan, k, group, I0, P0, row_sums, bias, \
-                                       n_total, out, ldo)                                                        \
-        : int4_vnni_tile<MR, NP, false>(w, bytes, offsets, ascale, azero, anan, k, group, I0, P0, row_sums, bias, \
-                                        n_total, out, ldo))
   const bool bf16 = !w.scales_bf16.empty();
-  if (m == 1) {
-    int64_t p = p_begin;
-    for (; p + 4 <= p_end; p += 4) ETRT_INT4_TILE(1, 4, 0, p);
-    for (; p < p_end; ++p) ETRT_INT4_TILE(1, 1, 0, p);
-    return;
-  }
-  for (int64_t p = p_begin; p < p_end; ++p) {
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) ETRT_INT4_TILE(4, 1, i, p);
-    switch (m - i) {
-      case 3: ETRT_INT4_TILE(3, 1, i, p); break;
-      case 2: ETRT_INT4_TILE(2, 1, i, p); break;
-      case 1: ETRT_INT4_TILE(1, 1, i, p); break;
-      default: break;
-    }
-  }
-#undef ETRT_INT4_TILE
+  walk_vnni_tiles(m, p_begin, p_end, [&]<int MR, int NP>(int64_t i0, int64_t p0) {
+    if (bf16)
+      int4_vnni_tile<MR, NP, true>(w, bytes, offsets, ascale, azero, anan, k, group, i0, p0, row_sums, bias, n_total,
+                                   out, ldo);
+    else
+      int4_vnni_tile<MR, NP, false>(w, bytes, offsets, ascale, azero, anan, k, group, i0, p0, row_sums, bias, n_total,
+                                    out, ldo);
+  });
 }
 #pragma GCC diagnostic pop
 #endif

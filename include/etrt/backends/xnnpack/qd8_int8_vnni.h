@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "etrt/backends/xnnpack/qd8_vnni_tiles.h"
 #include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/isa.h"
 
@@ -112,32 +113,15 @@ template <int MR, int NP>
   }
 }
 
-/// Panels [p_begin, p_end) against all m activation rows: decode (one row) takes four panels per pass, four
-/// independent chains of dot products; longer inputs take four rows per pass over one panel.
+/// Panels [p_begin, p_end) against all m activation rows, in walk_vnni_tiles' order.
 [[ETRT_TARGET_AVX512VNNI]] inline void int8_vnni_panels(const Int8Vnni& w, const uint8_t* bytes, const float* ascale,
                                                         const int32_t* azero, const uint8_t* anan, int64_t m,
                                                         int64_t k, const float* wscale, const float* bias,
                                                         int64_t n_total, float* out, int64_t ldo, int64_t p_begin,
                                                         int64_t p_end) {
-#define ETRT_INT8_TILE(MR, NP, I0, P0) \
-  int8_vnni_tile<MR, NP>(w, bytes, ascale, azero, anan, k, I0, P0, wscale, bias, n_total, out, ldo)
-  if (m == 1) {
-    int64_t p = p_begin;
-    for (; p + 4 <= p_end; p += 4) ETRT_INT8_TILE(1, 4, 0, p);
-    for (; p < p_end; ++p) ETRT_INT8_TILE(1, 1, 0, p);
-    return;
-  }
-  for (int64_t p = p_begin; p < p_end; ++p) {
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) ETRT_INT8_TILE(4, 1, i, p);
-    switch (m - i) {
-      case 3: ETRT_INT8_TILE(3, 1, i, p); break;
-      case 2: ETRT_INT8_TILE(2, 1, i, p); break;
-      case 1: ETRT_INT8_TILE(1, 1, i, p); break;
-      default: break;
-    }
-  }
-#undef ETRT_INT8_TILE
+  walk_vnni_tiles(m, p_begin, p_end, [&]<int MR, int NP>(int64_t i0, int64_t p0) {
+    int8_vnni_tile<MR, NP>(w, bytes, ascale, azero, anan, k, i0, p0, wscale, bias, n_total, out, ldo);
+  });
 }
 #pragma GCC diagnostic pop
 #endif

@@ -16,8 +16,7 @@ namespace etrt::kernels {
 /// ISA changes the calling ABI.
 template <class T>
 [[gnu::always_inline]] inline void exp_reduced(T& p, const T& r) {
-  p = r * 0.0f + 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
+  p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
   p = p * r + 1.0f / 6.0f;
