@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>  // integer_sequence: the tile tails
 #include <vector>
@@ -414,13 +415,16 @@ template <class T>
 struct Scratch {
   AlignedArray<T> a, b;
   size_t a_cap = 0, b_cap = 0;
-  T* get_a(size_t n) {
-    if (n > a_cap) { a = make_aligned_array<T>(n); a_cap = a ? n : 0; }
-    return a.get();
-  }
-  T* get_b(size_t n) {
-    if (n > b_cap) { b = make_aligned_array<T>(n); b_cap = b ? n : 0; }
-    return b.get();
+  // Throws std::bad_alloc as new[] did: the parallel region or the method's boundary turns it into an error value.
+  T* get_a(size_t n) { return grow(a, a_cap, n); }
+  T* get_b(size_t n) { return grow(b, b_cap, n); }
+  static T* grow(AlignedArray<T>& p, size_t& cap, size_t n) {
+    if (n > cap) {
+      p = make_aligned_array<T>(n);
+      cap = p ? n : 0;
+      if (!p) throw std::bad_alloc();
+    }
+    return p.get();
   }
 };
 

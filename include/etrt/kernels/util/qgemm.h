@@ -423,7 +423,8 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
   const size_t need = static_cast<size_t>((kMc + kAmxRows) * lda + 64);
   if (need > cap) {
     buf = make_aligned_array<uint8_t>(need);
-    cap = need;
+    cap = buf ? need : 0;
+    if (!buf) throw std::bad_alloc();  // as new[] did: the region or the method's boundary makes it an error value
   }
   uint8_t* apack = buf.get();
 #ifdef ETRT_AMX
