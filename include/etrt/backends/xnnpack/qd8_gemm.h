@@ -179,19 +179,13 @@ inline void pack_qd8_rows(const Qd8Plan& plan, const float* x, int64_t m, int64_
     const float* row = x + i * k;
     out.scale[i] = 1.f / p.inv_scale;
     out.zero[i] = p.zero_point + 128;
-    if (vnni8) {  // bytes in column order (Note [qd8 x int8 vnni layout])
-      kernels::qgemm::quantize_row(row, k, p.inv_scale, p.zero_point + 128, out.bytes + i * k);
-      int nan = 0;
-      for (int64_t c = 0; c < k; ++c) nan |= row[c] != row[c];
-      out.nan[i] = static_cast<uint8_t>(nan);
-      continue;
-    }
-    if (vnni) {  // bytes in column order (quantize_row's byte is the one below), and the groups' sums
+    if (vnni || vnni8) {  // bytes in column order (quantize_row's byte is the one below); 4-bit: the groups' sums
       uint8_t* bytes = out.bytes + i * k;
       kernels::qgemm::quantize_row(row, k, p.inv_scale, p.zero_point + 128, bytes);
       int nan = 0;
       for (int64_t c = 0; c < k; ++c) nan |= row[c] != row[c];
       out.nan[i] = static_cast<uint8_t>(nan);
+      if (vnni8) continue;  // Note [qd8 x int8 vnni layout]
       const int64_t groups = k / plan.group;
       for (int64_t g = 0; g < groups; ++g) {
         int32_t sum = 0;
@@ -480,24 +474,17 @@ inline void qd8_gemm(const Qd8Plan& plan, const Qd8Rows& a, int64_t m, std::span
   const bool int4 = plan.weight == Qd8Weight::Int4;
   const auto* w8 = reinterpret_cast<const int8_t*>(w);
 #ifdef ETRT_ISA_X86
-  if (int4_vnni_runs(plan)) {
+  if (int4_vnni_runs(plan) || int8_vnni_runs(plan)) {
+    const auto panels = [&](int64_t p0, int64_t p1) {
+      if (int4)
+        detail::int4_vnni_panels(plan.vnni, a.bytes, a.offsets, a.scale, a.zero, a.nan, m, k, plan.group,
+                                 plan.row_sums.data(), bias, rows, out, rows, p0, p1);
+      else
+        detail::int8_vnni_panels(plan.vnni8, a.bytes, a.scale, a.zero, a.nan, m, k, q.scales.data(), bias, rows, out,
+                                 rows, p0, p1);
+    };
     // A 16 x 32 block takes ten or so cycles: split only products far above the float kernels' threshold.
-    const auto panels = [&](int64_t p0, int64_t p1) {
-      detail::int4_vnni_panels(plan.vnni, a.bytes, a.offsets, a.scale, a.zero, a.nan, m, k, plan.group,
-                               plan.row_sums.data(), bias, rows, out, rows, p0, p1);
-    };
-    const int64_t count = plan.vnni.panels;
-    if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, count);
-    else kernels::parallel_chunks(count, std::max<int64_t>(4, count / (8 * kernels::thread_count().load()) / 4 * 4),
-                                  panels);
-    return;
-  }
-  if (int8_vnni_runs(plan)) {
-    const auto panels = [&](int64_t p0, int64_t p1) {
-      detail::int8_vnni_panels(plan.vnni8, a.bytes, a.scale, a.zero, a.nan, m, k, q.scales.data(), bias, rows, out,
-                               rows, p0, p1);
-    };
-    const int64_t count = plan.vnni8.panels;
+    const int64_t count = int4 ? plan.vnni.panels : plan.vnni8.panels;
     if (m * rows * k < 32 * kernels::min_parallel_work()) panels(0, count);
     else kernels::parallel_chunks(count, std::max<int64_t>(4, count / (8 * kernels::thread_count().load()) / 4 * 4),
                                   panels);

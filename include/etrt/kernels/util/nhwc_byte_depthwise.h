@@ -271,8 +271,8 @@ template <int KH, int KW, bool Next>
 /// sum w: the integer the float loop sums exactly (Note [byte depthwise]), turned into the same float before the same
 /// finish, so the bytes are the float loop's, bit for bit. Output columns go in bands whose quads stay within
 /// kQuadBytes of L1 (a whole 112-pixel row of 96 channels, 43 KB, was read back from L2 and ran slower than the
-/// float loop). One thread, Zen 4: mobilenet_v2's 56 x 56 x 144 layer 138 -> 93 us, 28 x 28 x 192 64 -> 34,
-/// 14 x 14 x 576 37 -> 25. Without VBMI, widening the rows to int32 lanes to interleave them took half the time and
+/// float loop). One thread, Zen 4: mobilenet_v2's 56 x 56 x 144 layer 137 -> 100 us, 28 x 28 x 192 64 -> 34,
+/// 14 x 14 x 576 37 -> 26. Without VBMI, widening the rows to int32 lanes to interleave them took half the time and
 /// left the kernel no faster than the float loop, which such CPUs keep.
 inline constexpr int64_t kQuadBytes = 40 * 1024;
 /// Output pixels per band (at least 4, at most OW) and the quad columns a band takes.
@@ -312,13 +312,9 @@ template <bool Next>
   alignas(64) uint8_t order[64];  // byte 4c + j of a quad <- byte c of row j (row j's 16 bytes at 16j)
   for (int p = 0; p < 64; ++p) order[p] = static_cast<uint8_t>(16 * (p % 4) + p / 4);
   const __m512i interleave = _mm512_load_si512(order);
-  // ByteFinish's constants, for its steps on the registers (Next = false).
-  const qgemm::OutputGrid& og = k.out;
-  const bool unit = og.grid.inv == 1.f;
-  const __m512 inv = _mm512_set1_ps(og.grid.inv);
-  const __m512 fqlo = _mm512_set1_ps(std::max(og.grid.qlo, k.lo * og.grid.inv)),
-               fqhi = _mm512_set1_ps(std::min(og.grid.qhi, k.hi * og.grid.inv));
-  const __m512i bz = _mm512_set1_epi32(static_cast<int32_t>(og.byte_zero));
+  // For ByteFinish's steps on the registers (Next = false): its constants, and the byte zero as an integer.
+  const bool unit = k.out.grid.inv == 1.f;
+  const __m512i bz = _mm512_set1_epi32(static_cast<int32_t>(k.out.byte_zero));
   alignas(16) uint8_t tail[L];
   for (int64_t row = r0; row < r1;) {
     const int64_t oh = row % g.OH, n = row / g.OH;
@@ -387,8 +383,8 @@ template <bool Next>
               // (the exact requantization's steps), the clamp as vmaxps / vminps (the sums are finite), the rounding
               // by vcvtps2dq (half to even, as the add of 1.5 x 2^23), the byte zero an integer add.
               __m512 v = bias ? _mm512_fmadd_ps(a, sc, bv) : _mm512_mul_ps(a, sc);
-              if (!unit) v = _mm512_mul_ps(v, inv);
-              v = _mm512_min_ps(_mm512_max_ps(v, fqlo), fqhi);
+              if (!unit) v = _mm512_mul_ps(v, finish.inv);
+              v = _mm512_min_ps(_mm512_max_ps(v, finish.fqlo), finish.fqhi);
               q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), bz));
             }
             uint8_t* o = orow + (half * g.OW + ow) * C + c;
