@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -296,6 +297,69 @@ TEST_CASE("int8 gemm: the byte store holds the float store's grid point as its b
         REQUIRE(untouched[i] == -7.f);  // no float written
       }
     }
+  }
+}
+
+TEST_CASE("int8 gemm: the packed byte store writes the scalar definition's bytes", "[byte][int8][gemm]") {
+  // Note [int8 gemm packed bytes]: the VNNI kernel's byte rows narrowed by saturating packs and clamped as bytes,
+  // against the scalar kernel, byte for byte: row pairs and a last single row, panels of 32 and fewer columns, clamps
+  // inside, across and outside the grid (bounds between steps, lo above hi), a grid of step 1 and a bias; and a
+  // layer whose steps could pass 2^30, which must keep the column store and still agree.
+  if (!qgemm::has_vnni()) {
+    WARN("no AVX-512 VNNI on this CPU (or ETRT_ISA caps it): the packed byte store does not run here");
+    return;
+  }
+  struct Clamp {
+    float lo, hi;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const Clamp clamps[] = {{-inf, inf}, {0.f, 0.6f}, {-0.2537f, 0.3149f}, {0.4f, 0.1f}, {-9.f, -5.f}, {5.f, 9.f}};
+  const int64_t shapes[][3] = {{1, 16, 32}, {9, 16, 96}, {45, 27, 56}, {8, 70, 81}, {17, 4, 17}, {96 + 7, 24, 144}};
+  std::mt19937 gen(23);
+  for (const auto& sh : shapes) {
+    const int64_t m = sh[0], k = sh[1], n = sh[2];
+    std::vector<uint8_t> a(static_cast<size_t>(m * k + 64));
+    for (auto& v : a) v = static_cast<uint8_t>(gen() % 256);
+    std::vector<int8_t> b(static_cast<size_t>(k * n));
+    for (auto& v : b) v = static_cast<int8_t>(static_cast<int>(gen() % 256) - 128);
+    auto B = qgemm::pack_qb(b.data(), n, 1, k, n);
+    REQUIRE(B);
+    std::vector<int32_t> zs;
+    std::vector<float> scale, bias;
+    for (int64_t j = 0; j < n; ++j) {
+      zs.push_back(121 * B->col_sums[j]);
+      scale.push_back(2e-5f * static_cast<float>(1 + j % 5));
+      bias.push_back(0.02f * static_cast<float>(j % 7) - 0.06f);
+    }
+    for (const Clamp& cl : clamps)
+      for (const int form : {0, 1, 2, 3}) {  // 0: grid step 0.004; 1: with a bias; 2: step 1; 3: steps past 2^30
+        const bool with_bias = form == 1, unit = form == 2, huge = form == 3;
+        std::vector<float> sc(scale);
+        for (float& s : sc) s *= unit ? 250.f : huge ? 1e7f : 1.f;
+        gemm::Epilogue ep;
+        ep.bias = with_bias ? bias.data() : nullptr;
+        ep.lo = unit ? cl.lo * 250.f : cl.lo;
+        ep.hi = unit ? cl.hi * 250.f : cl.hi;
+        qgemm::Requant rq{zs.data(), sc.data()};
+        rq.out.round = true;
+        rq.out.grid = unit ? qgemm::GridStep{1.f, -128.f + 3.f, 127.f + 3.f, 1.f}
+                           : qgemm::GridStep{1.f / 0.004f, -128.f + 3.f, 127.f + 3.f, 0.004f};
+        rq.out.byte_zero = 128.f - 3.f;
+        std::vector<float> unused(static_cast<size_t>(m * n));
+        rq.out.out = unused.data();
+        std::vector<uint8_t> want(static_cast<size_t>(m * n + 64), 0xEE), got(want);
+        rq.out.bytes = want.data();
+        CHECK(qgemm::detail::packed_bytes_fit(*B, rq, ep) == !huge);
+        qgemm::qgemm(m, *B, rq, ep, unused.data(), n, nhwc::ByteRows{a.data(), k}, qgemm::detail::Kernel::Scalar);
+        rq.out.bytes = got.data();
+        qgemm::qgemm(m, *B, rq, ep, unused.data(), n, nhwc::ByteRows{a.data(), k}, qgemm::detail::Kernel::Vnni);
+        INFO("m " << m << " k " << k << " n " << n << " clamp " << cl.lo << ".." << cl.hi << " form " << form);
+        REQUIRE(got == want);  // the 64 bytes past the output included: nothing written there
+        if (cl.lo == -inf && !huge) {  // the bytes are not all one value: the comparison means something
+          CHECK(*std::min_element(got.begin(), got.end() - 64) < 60);
+          CHECK(*std::max_element(got.begin(), got.end() - 64) > 190);
+        }
+      }
   }
 }
 

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "etrt/core/aligned_buffer.h"
@@ -171,6 +172,7 @@ struct Call {
   int64_t ldc;
   int cols;
   const OutputGrid* grid;  // null: none
+  bool pack_bytes = false;  // Note [int8 gemm packed bytes]: the rows' bytes narrowed by saturating packs
 };
 using MicroFn = void (*)(const Call&);
 
@@ -220,13 +222,20 @@ struct ColumnEpilogue {
   uint8_t* bytes;  // Note [byte activations]: null for a float output
   const float* out;
   // A byte output without a second grid: the clamp to [lo, hi] folded into the grid's step range (a positive
-  // multiply keeps order, so clamping before or after it gives the same steps).
+  // multiply keeps order, so clamping before or after it gives the same steps), each bound itself within the range:
+  // a clamp wholly outside the grid gives the grid's nearer end, as the scalar definition does.
   __m512 b_qlo, b_qhi;
   // The byte zero as an integer, added to the converted steps (cvtps2dq rounds half to even, as round_small does);
   // and whether the grid's multiplier is 1 (Note [xnnpack requantization]: the sums arrive in steps), skipped then.
   __m512i b_zero;
   bool unit_inv;
 };
+/// The epilogue's clamp [lo, hi] in the grid's steps, each bound within the grid's range; a NaN bound clamps nothing,
+/// as std::max / std::min in the scalar definition (lo then gives the range's low end, hi its high end).
+inline std::pair<float, float> clamp_steps(const Call& k, const OutputGrid& g) {
+  return {std::min(g.grid.qhi, std::max(g.grid.qlo, k.lo * g.grid.inv)),
+          std::max(g.grid.qlo, std::min(g.grid.qhi, k.hi * g.grid.inv))};
+}
 /// The lanes of a panel's columns [16 v, 16 v + 16) that hold one of its `cols` valid columns.
 inline __mmask16 column_mask(int cols, int v) {
   const int n = std::clamp(cols - 16 * v, 0, 16);
@@ -256,8 +265,8 @@ inline __mmask16 column_mask(int cols, int v) {
           _mm512_set1_ps(g.next_grid.scale),
           g.bytes,
           g.out,
-          _mm512_set1_ps(std::max(g.grid.qlo, k.lo * g.grid.inv)),
-          _mm512_set1_ps(std::min(g.grid.qhi, k.hi * g.grid.inv)),
+          _mm512_set1_ps(clamp_steps(k, g).first),
+          _mm512_set1_ps(clamp_steps(k, g).second),
           _mm512_set1_epi32(static_cast<int32_t>(g.byte_zero)),
           g.grid.inv == 1.f};
 }
@@ -307,6 +316,65 @@ inline __mmask16 column_mask(int cols, int v) {
   return acc;
 }
 
+/// Note [int8 gemm packed bytes]: a byte output without a second grid (the common case: a layer whose output is
+/// read as bytes) stores a row's 32 columns through saturating packs: both vectors converted to int32 steps, packed
+/// to int16 (vpackssdw), the byte zero added (saturating), packed to bytes (vpackuswb), the lanes put in order
+/// (vpermd), then clamped as bytes: about two thirds of store_columns' operations, which bound the small-k layers
+/// (mobilenet's 16- to 24-channel 1x1 expansions). The bytes are store_columns' (and the scalar definition's):
+/// rounding is monotone, so round(clamp(y, L, H)) = clamp(round(y), round(L), round(H)) with L and H the clamp
+/// bounds in steps, themselves clamped to the grid's range, whose steps plus the zero are bytes. The conversion must
+/// not overflow, so this path is taken only where every int32 sum the layer can make (|a| <= 255, |b| <= 128)
+/// gives a step below 2^30 in magnitude (packed_bytes_fit), which also excludes non-finite scales and biases.
+struct PackedByteStore {
+  __m512i zero16;     // the byte zero in every int16 lane
+  __m512i order;      // dword order after the packs: row columns 0..31 in the low 256 bits
+  __m512i lo, hi;     // the clamp, as bytes
+  bool clamp;         // [lo, hi] is narrower than [0, 255]
+  __mmask32 mask;     // the panel's valid columns
+};
+[[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline PackedByteStore packed_byte_store(const Call& k) {
+  const OutputGrid& g = *k.grid;
+  const auto [lo_steps, hi_steps] = clamp_steps(k, g);
+  // Within [0, 255]: the grid's range plus the zero is (packed_bytes_fit); rounded half to even, as cvtps2dq.
+  const int lo = static_cast<int>(std::nearbyint(lo_steps) + g.byte_zero);
+  const int hi = static_cast<int>(std::nearbyint(hi_steps) + g.byte_zero);
+  return {_mm512_set1_epi16(static_cast<int16_t>(g.byte_zero)),
+          _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+          _mm512_set1_epi8(static_cast<char>(lo)),
+          _mm512_set1_epi8(static_cast<char>(hi)),
+          lo > 0 || hi < 255,
+          k.cols >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1ull << k.cols) - 1)};
+}
+/// One row's two column vectors of sums (less zero_sum) as int16 steps plus the byte zero (Note [int8 gemm packed
+/// bytes]): the same float operations as store_columns, in its order, so the bytes do not depend on the path.
+[[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline __m512i packed_steps(const Call& k,
+                                                                             const ColumnEpilogue (&e)[2],
+                                                                             const PackedByteStore& s,
+                                                                             __m512i sums0, __m512i sums1) {
+  __m512 x0 = _mm512_mul_ps(_mm512_cvtepi32_ps(sums0), e[0].scale);
+  __m512 x1 = _mm512_mul_ps(_mm512_cvtepi32_ps(sums1), e[1].scale);
+  if (k.bias) {
+    x0 = _mm512_add_ps(x0, e[0].bias);
+    x1 = _mm512_add_ps(x1, e[1].bias);
+  }
+  if (!e[0].unit_inv) {
+    x0 = _mm512_mul_ps(x0, e[0].g_inv);
+    x1 = _mm512_mul_ps(x1, e[1].g_inv);
+  }
+  return _mm512_adds_epi16(_mm512_packs_epi32(_mm512_cvtps_epi32(x0), _mm512_cvtps_epi32(x1)), s.zero16);
+}
+/// Rows r and r + 1 (or r alone: `two` false) as bytes. Each 128-bit lane l of the packs holds columns 4l..4l+3 of
+/// the first vector, then of the second, for row r and then row r + 1; `order` gathers those dwords into column
+/// order, row r in the low 256 bits.
+[[ETRT_TARGET_AVX512VNNI]] [[gnu::always_inline]] inline void store_packed_rows(const Call& k, const PackedByteStore& s,
+                                                                               uint8_t* row, __m512i w0, __m512i w1,
+                                                                               bool two) {
+  __m512i bytes = _mm512_permutexvar_epi32(s.order, _mm512_packus_epi16(w0, w1));
+  if (s.clamp) bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, s.lo), s.hi);
+  _mm256_mask_storeu_epi8(row, s.mask, _mm512_castsi512_si256(bytes));
+  if (two) _mm256_mask_storeu_epi8(row + k.ldc, s.mask, _mm512_extracti64x4_epi64(bytes, 1));
+}
+
 /// MR rows by NV vectors of 16 columns (NV = 2: the whole panel; 1: its first 16 columns, the others being zero).
 template <int MR, int NV>
 [[ETRT_TARGET_AVX512VNNI]] inline void micro_vnni(const Call& call) {
@@ -339,6 +407,22 @@ template <int MR, int NV>
       const __m512i av = _mm512_set1_epi32(load_group(a + r * k.lda));
 #pragma GCC unroll 2
       for (int v = 0; v < NV; ++v) acc[r][v] = dot_accumulate(acc[r][v], av, bv[v]);
+    }
+  }
+  if constexpr (NV == 2) {
+    if (k.pack_bytes) {  // Note [int8 gemm packed bytes]
+      const ColumnEpilogue e[2] = {column_epilogue(k, 0), column_epilogue(k, 1)};
+      const PackedByteStore s = packed_byte_store(k);
+      uint8_t* row = e[0].bytes + (k.c - e[0].out);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; r += 2) {
+        const __m512i w0 = packed_steps(k, e, s, acc[r][0], acc[r][1]);
+        if (r + 1 < MR)
+          store_packed_rows(k, s, row + r * k.ldc, w0, packed_steps(k, e, s, acc[r + 1][0], acc[r + 1][1]), true);
+        else
+          store_packed_rows(k, s, row + r * k.ldc, w0, w0, false);
+      }
+      return;
     }
   }
 #pragma GCC unroll 2
@@ -407,6 +491,23 @@ inline void amx_rows(const uint8_t* a, int64_t lda, int64_t mc, bool in_place, c
 }
 #endif
 
+/// Whether every column's steps stay below 2^30 in magnitude for any sum the layer can make, and the grid's range
+/// plus the byte zero lies within [0, 255] (Note [int8 gemm packed bytes]). False for a non-finite parameter.
+inline bool packed_bytes_fit(const PackedQB& B, const Requant& q, const gemm::Epilogue& ep) {
+  const OutputGrid& g = q.out;
+  if (!g.bytes || g.next || !g.round) return false;
+  if (!(g.grid.qlo + g.byte_zero >= 0.f && g.grid.qhi + g.byte_zero <= 255.f && g.grid.inv > 0.f)) return false;
+  if (std::isnan(ep.lo) || std::isnan(ep.hi)) return false;
+  const double most_sum = 255.0 * 128.0 * static_cast<double>(B.k4 * 4);
+  for (int64_t j = 0; j < B.n; ++j) {
+    const double bias = ep.bias ? std::fabs(static_cast<double>(ep.bias[j])) : 0.0;
+    const double steps = ((most_sum + std::fabs(static_cast<double>(q.zero_sum[j]))) *
+                              std::fabs(static_cast<double>(q.scale[j])) + bias) * static_cast<double>(g.grid.inv);
+    if (!(steps < 1073741824.0)) return false;  // also false for a NaN or an infinity
+  }
+  return true;
+}
+
 /// Rows [i0, i1) and panels [p0, p1) of C. pack_a(i, rows, dst, lda) writes rows [i, i + rows) of A, k bytes
 /// each, at dst with row stride lda (the bytes from k to lda are free: they meet zero weights; it may write 16 bytes
 /// past a row's k, rows in order, as nhwc::gather_short_windows does: the buffer has 64 past its last row);
@@ -430,6 +531,7 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
 #ifdef ETRT_AMX
   if (tiles) amx_configure();
 #endif
+  const bool pack_bytes = kernel == Kernel::Vnni && packed_bytes_fit(B, q, ep);
   for (int64_t ic = i0; ic < i1; ic += kMc) {
     const int64_t mc = std::min(kMc, i1 - ic);
     int64_t a_stride = lda;
@@ -446,7 +548,7 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
       const int64_t j = panel * kNr;
       Call call{B.k4, nullptr, a_stride, B.panel(panel), q.zero_sum + j, q.scale + j, ep.bias ? ep.bias + j : nullptr,
                 ep.lo, ep.hi, nullptr, ldc, static_cast<int>(std::min<int64_t>(kNr, B.n - j)),
-                q.out.any() ? &q.out : nullptr};
+                q.out.any() ? &q.out : nullptr, pack_bytes};
 #ifdef ETRT_AMX
       if (tiles) {
         amx_rows(a, a_stride, mc, in_place, B, call, c + ic * ldc + j, ldc, apack + kMc * lda);
