@@ -282,6 +282,35 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
   CHECK(in_place >= 2);
 }
 
+TEST_CASE("XNNPACK: a reshape or copy between float intermediates keeps its input's bytes", "[xnnpack]") {
+  // Note [xnnpack reshape alias]: no copy where the output would hold the input's bytes unchanged; the fixtures'
+  // numbers (checked against eager above) are unchanged. xnn_cnn reshapes its pooled features for the linear
+  // layer. A reshape that may not take its input's bytes (an external, a quantized value) keeps its own.
+  int aliased = 0;
+  for (const char* name : {"xnn_cnn", "xnn_transformer"}) {
+    const Fixture f = first_payload(name);
+    auto g = parse_payload(f.payload, lookup(*f.program));
+    REQUIRE(g.has_value());
+    auto e = Executor::create(std::move(*g));
+    REQUIRE(e.has_value());
+    const Graph& gr = (*e)->graph();
+    for (const Node& n : gr.nodes) {
+      if (n.kind != node_kind_code("XNNStaticReshape") && n.kind != node_kind_code("XNNCopy")) continue;
+      const Value &in = gr.values[n.inputs[0]], &out = gr.values[n.output];
+      const uint32_t external = kValueExternalInput | kValueExternalOutput;
+      const bool internal = !(in.flags & external) && !(out.flags & external) && in.constant.empty();
+      INFO(name << ": node " << n.index);
+      if (internal && in.datatype == Datatype::Fp32 && in.quant.kind == QuantKind::None) {
+        CHECK((*e)->value_data(n.output) == (*e)->value_data(n.inputs[0]));
+        ++aliased;
+      } else if ((*e)->value_data(n.output) && (*e)->value_data(n.inputs[0])) {
+        CHECK((*e)->value_data(n.output) != (*e)->value_data(n.inputs[0]));
+      }
+    }
+  }
+  CHECK(aliased >= 1);  // xnn_cnn's
+}
+
 TEST_CASE("XNNPACK: packed filters count against the graph's memory cap", "[xnnpack][packed][robustness]") {
   // The smallest cap the graph loads under, then that cap less a byte: the packed filters are the last allocation.
   const Fixture f = first_payload("xnn_cnn");

@@ -73,6 +73,15 @@ class Executor {
       if (float_intermediate(g, g.nodes[f.multiply].output))
         in_place.emplace_back(g.nodes[f.multiply].output, g.nodes[f.sigmoid].inputs[0]);
     }
+    // Note [xnnpack reshape alias]: a StaticReshape or Copy between float intermediates, unclamped, leaves the bytes
+    // as they are, so its output takes its input's bytes instead of a copy of them (a vit_b_32 forward copied 36
+    // such tensors). After the SiLU pairs: a source one of them overwrites is lent already, and keeps its copy.
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (e->kinds_[i]->name != "XNNStaticReshape" && e->kinds_[i]->name != "XNNCopy") continue;
+      if (clamps(n) || !float_intermediate(g, n.inputs[0]) || !float_intermediate(g, n.output)) continue;
+      in_place.emplace_back(n.output, n.inputs[0]);
+    }
     e->chains_ = e->silu_chains(g);
     for (const SiluChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
     ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early, in_place));

@@ -20,8 +20,10 @@ struct IntermediatePlan {
 /// the last node that reads it, and values whose lives overlap never share bytes (so a node's output never
 /// aliases its inputs). `written_early` lists (value, node) pairs whose value an earlier node writes too (Note
 /// [xnnpack block finish]): its life starts there. `in_place` lists (value, source) pairs whose value is computed
-/// element by element over its source, which nothing reads after (Note [xnnpack silu]): the value takes the
-/// source's bytes, and the source's life runs on to the value's last reader. Also rejects a graph that reads an
+/// element by element over its source, which nothing reads after (Note [xnnpack silu]), or is the source's bytes
+/// unchanged (Note [xnnpack reshape alias]): the value takes the source's bytes, and the source's life runs on to
+/// the value's last reader. A source lends its bytes once, and a value that took another's lends none, so no
+/// in-place writer overwrites bytes that another value still stands for. Also rejects a graph that reads an
 /// intermediate no earlier node wrote.
 inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
                                                    std::span<const std::pair<uint32_t, size_t>> written_early = {},

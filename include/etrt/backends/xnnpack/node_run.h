@@ -223,6 +223,7 @@ inline Status prelu(const NodeRun& r, const Node& n) {
 /// output_min_max, which the executor applies after every node.
 inline Status copy(const NodeRun& r, const Node& n) {
   const size_t bytes = static_cast<size_t>(r.shapes[n.output].numel()) * sizeof(float);
+  if (r.ptr[n.output] == r.ptr[n.inputs[0]]) return {};  // the output holds its input's bytes (Note [xnnpack reshape alias])
   if (bytes) std::memmove(r.ptr[n.output], r.ptr[n.inputs[0]], bytes);
   return {};
 }
