@@ -243,9 +243,10 @@ TEST_CASE("XNNPACK quantization: a Clamp that alone reads a node's output is fol
 
 TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as bytes", "[xnnpack][quantized]") {
   // Note [byte activations]: in q_mobilenet_stage_xnnpack every value a convolution, depthwise convolution or add
-  // writes and only such nodes read is bytes; the input's Convert and Transpose and the output's Transpose read and
-  // write floats, so the stem's input and the last add's output stay floats; that add reads bytes all the same
-  // (ByteForm::Binary: each operand and the output either way).
+  // writes and only such nodes read is bytes; so are the input's: its Convert quantizes the floats straight to bytes
+  // (ByteForm::Writes) and its NCHW -> NHWC Transpose moves bytes (ByteForm::Joint), which the stem reads. The
+  // output's Transpose reads and writes floats, so the last add's output stays floats; that add reads bytes all the
+  // same (ByteForm::Binary: each operand and the output either way).
   const auto f = etrt::test::first_payload("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
   auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
   REQUIRE(g.has_value());
@@ -258,7 +259,7 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
     return;
   }
   const Graph& after = (*e)->graph();
-  int bytes = 0, depthwise = 0, adds = 0;
+  int bytes = 0, depthwise = 0, adds = 0, transposes = 0, converts_in = 0;
   for (const Node& n : after.nodes) {
     if (n.output == kNoValue) continue;
     const bool held = (*e)->holds_bytes(n.output);
@@ -274,11 +275,22 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
       CHECK((*e)->holds_bytes(n.inputs[1]));
       CHECK(held == (adds < 3));
     }
-    if (n.kind_name == "XNNStaticTranspose" || n.kind_name == "XNNConvert") CHECK_FALSE(held);
+    if (n.kind_name == "XNNConvert") {  // the input's quantizes floats; the output's dequantizes to floats
+      const bool quantizes = after.values[n.inputs[0]].quant.kind == QuantKind::None;
+      converts_in += quantizes;
+      CHECK(held == quantizes);
+    }
+    if (n.kind_name == "XNNStaticTranspose") {
+      ++transposes;
+      CHECK(held == (transposes == 1));  // the input's, not the output's
+      CHECK((*e)->holds_bytes(n.inputs[0]) == held);
+    }
   }
   CHECK(depthwise == 4);
   CHECK(adds == 3);
-  CHECK(bytes == 9 + 4 + 3 - 1);  // the convolutions', depthwise's and adds' outputs but the last add's
+  CHECK(transposes == 2);
+  CHECK(converts_in == 1);
+  CHECK(bytes == 9 + 4 + 3 - 1 + 2);  // the convolutions', depthwise's and adds' outputs but the last add's; the input's
 }
 
 TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and write bytes", "[xnnpack][quantized]") {

@@ -115,13 +115,15 @@ void check_copy_views(std::vector<int64_t> sizes, std::vector<int64_t> sstrides,
 
 TEST_CASE("shape: copy_views transposes in blocks, edges and batches included", "[shape][transpose]") {
   // NCHW -> NHWC of a 3-channel image (inner dim of 3), NHWC -> NCHW of 96 channels, sizes off the 8 x 8 block,
-  // a batch dim, a flipped outer dim, 2-, 4- and 8-byte elements; large enough ones split across threads.
+  // a batch dim, a flipped outer dim, 1-, 2-, 4- and 8-byte elements; large enough ones split across threads.
   for (auto [h, w, c] : {std::array<int64_t, 3>{13, 11, 3}, {7, 9, 96}, {8, 8, 8}, {17, 5, 19}, {300, 300, 3},
                          {112, 112, 24}}) {
     INFO("H " << h << " W " << w << " C " << c);
     check_copy_views<float>({h, w, c}, {w, 1, h * w}, 0);       // CHW read as HWC
     check_copy_views<float>({c, h, w}, {1, w * c, c}, 0);       // HWC read as CHW
     check_copy_views<uint16_t>({c, h * w}, {1, c}, 0);
+    check_copy_views<uint8_t>({h, w, c}, {w, 1, h * w}, 0);                        // bytes (a quantized input)
+    check_copy_views<uint8_t>({2, h * w, c}, {h * w * c, 1, h * w}, 0);
     check_copy_views<uint64_t>({h * w, c}, {1, h * w}, 0);
     check_copy_views<float>({2, c, h * w}, {h * w * c, 1, c}, 0);                  // batched
     check_copy_views<float>({2, c, h * w}, {-h * w * c, 1, c}, h * w * c);         // batch dim flipped

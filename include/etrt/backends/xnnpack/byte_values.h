@@ -14,6 +14,9 @@
 //   - ByteForm::Joint (a depthwise convolution on the byte kernel, Note [byte depthwise]): only with its input and
 //     its output both held as bytes;
 //   - ByteForm::Reads (GlobalAvgPooling2d): its input as bytes, its output as floats;
+//   - ByteForm::Writes (a Convert of floats onto a per-tensor grid: a quantized model's input): its input as floats,
+//     its output as bytes where its readers take them;
+//   - ByteForm::Joint also for a StaticTranspose whose input and output share one grid: bytes moved as bytes;
 //   - a SiLU chain (Note [xnnpack silu chain]) as a Gemm: its input and its output each either way.
 // The values are the float path's: a byte is the grid point's step count, the same integer the float path stores
 // multiplied by the scale, and every byte form computes from (byte - zero) x scale what the float path computes
@@ -36,8 +39,9 @@ namespace etrt::xnnpack {
 
 /// How a node kind can hold its quantized inputs and output as bytes (Note [byte activations]): Gemm, its input 0
 /// and its output each either way; Binary, its inputs 0 and 1 and its output each either way; Joint, its input 0
-/// and its output only together; Reads, its input 0 either way, its output as floats.
-enum class ByteForm : uint8_t { None, Gemm, Binary, Joint, Reads };
+/// and its output only together; Reads, its input 0 either way, its output as floats; Writes, its input as floats,
+/// its output either way.
+enum class ByteForm : uint8_t { None, Gemm, Binary, Joint, Reads, Writes };
 
 /// Smallest value held as bytes: its float-sized slot then has room for the 64-byte readable tail.
 inline constexpr int64_t kMinBytes = 64;
@@ -62,9 +66,10 @@ inline uint32_t stored_output(const Graph& g, const PreparedNode& p, size_t i) {
   return p.finish.next ? p.finish.dst : g.nodes[i].output;
 }
 
-/// The inputs a node of this form may read as bytes: input 0, and input 1 of a Binary node.
+/// The inputs a node of this form may read as bytes: input 0, and input 1 of a Binary node; none of a Writes node.
 inline size_t byte_inputs(const Node& n, ByteForm form) {
-  return std::min<size_t>(n.inputs.size(), form == ByteForm::None ? 0 : form == ByteForm::Binary ? 2 : 1);
+  if (form == ByteForm::None || form == ByteForm::Writes) return 0;
+  return std::min<size_t>(n.inputs.size(), form == ByteForm::Binary ? 2 : 1);
 }
 
 /// By value id: held as bytes. By node position: `forms`, the form the node can take as prepared (None where its

@@ -464,6 +464,17 @@ class Executor {
           forms[i] = f;
       }
       if (f == ByteForm::Reads) forms[i] = f;
+      if (f == ByteForm::Writes && n.inputs.size() == 1 && !clamps(n)) {  // a Convert of floats onto a grid
+        const Value& in = g.values[n.inputs[0]];
+        if (in.datatype == Datatype::Fp32 && in.quant.kind == QuantKind::None) forms[i] = f;
+      }
+      if (f == ByteForm::Joint && kinds_[i]->run == &run::transpose && !clamps(n)) {  // bytes moved as bytes
+        const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
+        if (in.datatype == out.datatype && in.quant.kind == QuantKind::PerTensor &&
+            out.quant.kind == QuantKind::PerTensor && in.quant.scale == out.quant.scale &&
+            in.quant.zero_point == out.quant.zero_point)
+          forms[i] = f;
+      }
     }
     const std::vector<bool> bytes = byte_values(g, forms, stored, inside);
     for (SiluChain& c : chains_) {
@@ -584,6 +595,16 @@ class Executor {
         const float* in = ptr_[n.inputs[0]];
         float* out = ptr_[n.output];
         const QRange range = qrange(g_.values[n.output].datatype);
+        if (prepared_[i].bytes_out) {  // Note [byte activations]: a Convert whose readers take bytes writes them
+          const float qlo = static_cast<float>(range.lo - oq.zero_point), qhi = static_cast<float>(range.hi - oq.zero_point);
+          const fast::OutGrid grid{-kInf, kInf, 1.f / oq.scale, qlo, qhi, oq.scale};
+          uint8_t* bytes = reinterpret_cast<uint8_t*>(out);
+          const float zero = byte_zero(g_.values[n.output]);
+          kernels::parallel_elements(shapes_[n.output].numel(), 4, [&](int64_t b, int64_t e) {
+            fast::reals_to_bytes(in + b, e - b, grid, zero, bytes + b);
+          });
+          continue;
+        }
         kernels::parallel_elements(shapes_[n.output].numel(), 4, [&](int64_t b, int64_t e) {
           quant::fake_quantize(in + b, out + b, e - b, oq.scale, oq.zero_point, range, clamps ? n.out_min : -kInf,
                                clamps ? n.out_max : kInf);

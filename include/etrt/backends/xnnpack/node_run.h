@@ -30,6 +30,7 @@
 #include "etrt/core/evalue.h"
 #include "etrt/kernels/float_kernels.h"  // the portable kernels below, instantiated once for float
 #include "etrt/kernels/kernel.h"
+#include "etrt/kernels/util/movement_util.h"
 #include "etrt/kernels/util/nhwc_pool.h"
 
 namespace etrt::xnnpack {
@@ -405,6 +406,21 @@ inline Status resize_bilinear(const NodeRun& r, const Node& n) {
 }
 
 inline Status transpose(const NodeRun& r, const Node& n) {
+  if (r.prepared[n.index].bytes_out) {  // Note [byte activations]: input and output bytes on one grid (ByteForm::Joint)
+    const ValueShape& xs = r.shapes[n.inputs[0]];
+    std::array<int64_t, kMaxXnnDims> stride{};
+    int64_t s = 1;
+    for (uint32_t d = xs.rank; d-- > 0;) stride[d] = s, s *= xs.d[d];
+    kernels::mv::View src;
+    src.data = reinterpret_cast<char*>(r.ptr[n.inputs[0]]);
+    for (uint32_t d = 0; d < xs.rank; ++d) {  // checks::transpose: n.ints is a permutation of [0, rank)
+      const auto from = static_cast<size_t>(n.ints[d]);
+      src.push(xs.d[from], stride[from]);
+    }
+    kernels::mv::copy_views(1, kernels::mv::contiguous_view(r.ptr[n.output], r.shapes[n.output].sizes()), src);
+    r.output_on_grid = true;  // the bytes are the input's grid points, which is the output's grid
+    return {};
+  }
   ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
   ETRT_TRY(Tensor o, r.flat(n.output));
   return kernels::permute_copy_out<F>(r.ctx, x, n.ints, o);

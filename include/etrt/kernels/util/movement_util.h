@@ -163,6 +163,32 @@ inline void copy_loop(char* dbase, const char* sbase, int rank, const int64_t* s
   }
   return r;
 }
+/// interleave3_avx512 for bytes, 64 rows at a time, on AVX-512 VBMI's byte permutes (a quantized model's input
+/// turned into bytes before its NCHW -> NHWC transpose).
+[[gnu::target("avx512f,avx512bw,avx512vbmi")]] inline int64_t interleave3_vbmi(uint8_t* d, const uint8_t* s, int64_t r0,
+                                                                             int64_t r1, int64_t scs) {
+  alignas(64) uint8_t xy[3][64], z[3][64];
+  __mmask64 from_z[3] = {0, 0, 0};
+  for (int v = 0; v < 3; ++v)
+    for (int l = 0; l < 64; ++l) {
+      const int e = 64 * v + l, plane = e % 3, row = e / 3;
+      xy[v][l] = static_cast<uint8_t>(plane == 1 ? 64 + row : row);
+      z[v][l] = static_cast<uint8_t>(row);
+      if (plane == 2) from_z[v] |= __mmask64{1} << l;
+    }
+  const __m512i xy0 = _mm512_load_si512(xy[0]), xy1 = _mm512_load_si512(xy[1]), xy2 = _mm512_load_si512(xy[2]);
+  const __m512i z0 = _mm512_load_si512(z[0]), z1 = _mm512_load_si512(z[1]), z2 = _mm512_load_si512(z[2]);
+  int64_t r = r0;
+  for (; r + 64 <= r1; r += 64) {
+    const __m512i a = _mm512_loadu_si512(s + r), b = _mm512_loadu_si512(s + r + scs),
+                  c = _mm512_loadu_si512(s + r + 2 * scs);
+    uint8_t* o = d + 3 * r;
+    _mm512_storeu_si512(o, _mm512_mask_permutexvar_epi8(_mm512_permutex2var_epi8(a, xy0, b), from_z[0], z0, c));
+    _mm512_storeu_si512(o + 64, _mm512_mask_permutexvar_epi8(_mm512_permutex2var_epi8(a, xy1, b), from_z[1], z1, c));
+    _mm512_storeu_si512(o + 128, _mm512_mask_permutexvar_epi8(_mm512_permutex2var_epi8(a, xy2, b), from_z[2], z2, c));
+  }
+  return r;
+}
 #pragma GCC diagnostic pop
 #endif
 
@@ -181,6 +207,9 @@ template <class U>
         if (isa::level() >= isa::kAvx512)
           start = interleave3_avx512(reinterpret_cast<uint32_t*>(d), reinterpret_cast<const uint32_t*>(s), r0, r1,
                                      scs);
+      if constexpr (Cols == 3 && sizeof(U) == 1)
+        if (isa::avx512_vbmi())
+          start = interleave3_vbmi(reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(s), r0, r1, scs);
 #endif
       for (int64_t r = start; r < r1; ++r)
 #pragma GCC unroll 8
@@ -278,12 +307,13 @@ inline void copy_views(size_t esize, const View& dst, const View& src) {
   }
   // A transpose (Note [blocked transpose]): the destination's inner dim strided in the source, and another dim of at
   // least 8 the source's contiguous one.
-  if (w >= 2 && ds[w - 1] == 1 && ss[w - 1] > 1 && (esize == 4 || esize == 8 || esize == 2)) {
+  if (w >= 2 && ds[w - 1] == 1 && ss[w - 1] > 1 && (esize == 4 || esize == 8 || esize == 2 || esize == 1)) {
     int t = -1;
     for (int i = 0; i < w - 1; ++i)
       if (ss[i] == 1 && ds[i] > 0 && sz[i] >= 8) t = i;
     if (t >= 0) {
       switch (esize) {
+        case 1: return detail::transpose_loop<uint8_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
         case 2: return detail::transpose_loop<uint16_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
         case 4: return detail::transpose_loop<uint32_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
         default: return detail::transpose_loop<uint64_t>(dst.data, src.data, w, t, sz.data(), ds.data(), ss.data());
