@@ -131,23 +131,34 @@ inline void copy_loop(char* dbase, const char* sbase, int rank, const int64_t* s
 #pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// The permute indices of a 3-plane interleave, Lanes rows a block: output element e (0 .. 3 Lanes - 1) is plane
+/// e % 3's row e / 3, and vector v holds e = Lanes v .. Lanes v + Lanes - 1. pick[v] selects plane 0 (index row) or
+/// plane 1 (Lanes + row) of a two-register permute for the lanes that take them; third[v] and bit l of
+/// from_third[v] put plane 2's row in the rest.
+template <int Lanes, class T>
+inline void interleave3_indices(T (&pick)[3][Lanes], T (&third)[3][Lanes], uint64_t (&from_third)[3]) {
+  for (int v = 0; v < 3; ++v) {
+    from_third[v] = 0;
+    for (int l = 0; l < Lanes; ++l) {
+      const int e = Lanes * v + l, plane = e % 3, row = e / 3;
+      pick[v][l] = static_cast<T>(plane == 1 ? Lanes + row : row);
+      third[v][l] = static_cast<T>(row);
+      if (plane == 2) from_third[v] |= uint64_t{1} << l;
+    }
+  }
+}
+
 /// d[3 r + c] = s[r + c * scs] for c < 3, rows [r0, r1) 16 at a time: an RGB image's planes interleaved into NHWC,
 /// which every XNNPACK-lowered vision model runs on its input. Three loads, two permutes per output vector (one
 /// picking each lane's R or G, one putting B in its lanes), three stores: the element loop took 0.2 ns an element,
 /// as long as mobilenet_v2_q8's 3-channel stem layer. Returns the first row not done.
 [[ETRT_TARGET_AVX512]] inline int64_t interleave3_avx512(uint32_t* d, const uint32_t* s, int64_t r0, int64_t r1,
                                                          int64_t scs) {
-  // Output element e of a block (0..47) is plane e % 3's row e / 3; vector v holds e = 16 v .. 16 v + 15. rg[v]
-  // selects plane 0 (index k) or plane 1 (16 + k) for the lanes that take them, b[v] plane 2's row for the rest.
   alignas(64) int32_t rg[3][16], b[3][16];
-  __mmask16 from_b[3] = {0, 0, 0};
-  for (int v = 0; v < 3; ++v)
-    for (int l = 0; l < 16; ++l) {
-      const int e = 16 * v + l, plane = e % 3, row = e / 3;
-      rg[v][l] = plane == 1 ? 16 + row : row;
-      b[v][l] = row;
-      if (plane == 2) from_b[v] = static_cast<__mmask16>(from_b[v] | (1u << l));
-    }
+  uint64_t from_b_bits[3];
+  interleave3_indices(rg, b, from_b_bits);
+  const __mmask16 from_b[3] = {static_cast<__mmask16>(from_b_bits[0]), static_cast<__mmask16>(from_b_bits[1]),
+                               static_cast<__mmask16>(from_b_bits[2])};
   const __m512i rg0 = _mm512_load_si512(rg[0]), rg1 = _mm512_load_si512(rg[1]), rg2 = _mm512_load_si512(rg[2]);
   const __m512i b0 = _mm512_load_si512(b[0]), b1 = _mm512_load_si512(b[1]), b2 = _mm512_load_si512(b[2]);
   int64_t r = r0;
@@ -168,14 +179,8 @@ inline void copy_loop(char* dbase, const char* sbase, int rank, const int64_t* s
 [[gnu::target("avx512f,avx512bw,avx512vbmi")]] inline int64_t interleave3_vbmi(uint8_t* d, const uint8_t* s, int64_t r0,
                                                                              int64_t r1, int64_t scs) {
   alignas(64) uint8_t xy[3][64], z[3][64];
-  __mmask64 from_z[3] = {0, 0, 0};
-  for (int v = 0; v < 3; ++v)
-    for (int l = 0; l < 64; ++l) {
-      const int e = 64 * v + l, plane = e % 3, row = e / 3;
-      xy[v][l] = static_cast<uint8_t>(plane == 1 ? 64 + row : row);
-      z[v][l] = static_cast<uint8_t>(row);
-      if (plane == 2) from_z[v] |= __mmask64{1} << l;
-    }
+  uint64_t from_z[3];
+  interleave3_indices(xy, z, from_z);
   const __m512i xy0 = _mm512_load_si512(xy[0]), xy1 = _mm512_load_si512(xy[1]), xy2 = _mm512_load_si512(xy[2]);
   const __m512i z0 = _mm512_load_si512(z[0]), z1 = _mm512_load_si512(z[1]), z2 = _mm512_load_si512(z[2]);
   int64_t r = r0;
