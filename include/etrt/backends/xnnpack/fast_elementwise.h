@@ -159,8 +159,7 @@ inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, c
 template <class Out = AsIs>
 inline void sigmoid(const float* x, float* y, int64_t n, Out out = {}) {
   kernels::parallel_elements(n, 16, [&](int64_t i0, int64_t i1) {
-    int64_t i = i0 + kernels::sigmoid_blocks(x + i0, y + i0, i1 - i0, out);
-    for (; i < i1; ++i) y[i] = out(1.0f / (1.0f + kernels::exp_fast(-x[i])));
+    kernels::sigmoid_all(x + i0, y + i0, i1 - i0, out);
   });
 }
 

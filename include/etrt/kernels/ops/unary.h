@@ -60,8 +60,7 @@ Status sigmoid_out(KernelContext& ctx, const Tensor& self, Tensor& out) {
       const float* x = self.data_as<float>();
       float* y = out.data_as<float>();
       const int64_t n = out.numel();
-      int64_t i = sigmoid_blocks(x, y, n, [](const auto& v) ETRT_ISA_INLINE { return v; });
-      for (; i < n; ++i) y[i] = fn::sigmoid(x[i]);
+      sigmoid_all(x, y, n, [](const auto& v) ETRT_ISA_INLINE { return v; });
       return {};
     }
   }

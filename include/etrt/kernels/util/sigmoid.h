@@ -8,6 +8,7 @@
 // reads from L2, and saved under 10% standalone.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -112,13 +113,38 @@ inline int64_t silu_blocks(const float* x, float* y, int64_t n, const Out& out) 
   return detail::logistic_blocks<true>(x, y, n, out);
 }
 
-/// y[i] = clamp(x[i] * sigmoid(x[i]), lo, hi) for i < n: silu_blocks and the scalar tail, with the clamp left out
-/// where [lo, hi] bounds nothing (a SiLU's Multiply seldom clamps; the clamp's selects were a fifth of the loop).
+/// Runs `blocks` (one of the *_blocks functions, bound to its `out`) over all of [0, n): the whole blocks in place,
+/// the last partial one on a zero-padded copy. Every element then goes through the same instructions wherever it
+/// sits. A scalar tail would not: it is compiled for the baseline ISA, and from -O2 on GCC fuses the blocks'
+/// multiply-adds where the target has FMA (its default -ffp-contract=fast), so the same x gave results an ulp or two
+/// apart in the body and in the tail of one tensor.
+template <class Blocks>
+inline void blocks_with_padded_tail(const float* x, float* y, int64_t n, const Blocks& blocks) {
+  const int64_t i = blocks(x, y, n);
+  if (i == n) return;
+  float xt[16] = {}, yt[16];
+  std::copy(x + i, x + n, xt);
+  blocks(xt, yt, int64_t{16});
+  std::copy(yt, yt + (n - i), y + i);
+}
+
+/// y[i] = out(sigmoid(x[i])) for i < n.
+template <class Out>
+inline void sigmoid_all(const float* x, float* y, int64_t n, const Out& out) {
+  blocks_with_padded_tail(x, y, n, [&](const float* a, float* b, int64_t m) { return sigmoid_blocks(a, b, m, out); });
+}
+
+/// y[i] = clamp(x[i] * sigmoid(x[i]), lo, hi) for i < n, with the clamp left out where [lo, hi] bounds nothing (a
+/// SiLU's Multiply seldom clamps; the clamp's selects were a fifth of the loop).
 inline void silu_clamped(const float* x, float* y, int64_t n, float lo, float hi) {
-  const auto clamp = [lo, hi](auto v) ETRT_ISA_INLINE { return vec::clamped(v, lo, hi); };
   const bool bounded = lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity();
-  int64_t i = bounded ? silu_blocks(x, y, n, clamp) : silu_blocks(x, y, n, [](auto v) ETRT_ISA_INLINE { return v; });
-  for (; i < n; ++i) y[i] = clamp(x[i] * (1.0f / (1.0f + exp_fast(-x[i]))));
+  if (bounded) {
+    const auto clamp = [lo, hi](auto v) ETRT_ISA_INLINE { return vec::clamped(v, lo, hi); };
+    blocks_with_padded_tail(x, y, n, [&](const float* a, float* b, int64_t m) { return silu_blocks(a, b, m, clamp); });
+  } else {
+    const auto as_is = [](auto v) ETRT_ISA_INLINE { return v; };
+    blocks_with_padded_tail(x, y, n, [&](const float* a, float* b, int64_t m) { return silu_blocks(a, b, m, as_is); });
+  }
 }
 
 }  // namespace etrt::kernels
