@@ -154,11 +154,11 @@ def zoo(pl):
 LLM_BENCH = HERE / "llm"  # stories15M-sized programs, made by tools/export/export_bench_llm.py (not committed)
 
 
-def llm(pl):
+def llm(pl, rounds=3):
     print("== export_llm programs (tests/fixtures/llm, and bench/llm when tools/export/export_bench_llm.py made it):"
           " seconds per token, prefill of the prompt in one call and decode one token per call, vs upstream on the"
-          " same file")
-    ours, spec = {}, []
+          f" same file; {rounds} rounds alternating ours and upstream, ratio = median over rounds of the round's ratio")
+    runs, spec = {}, []
     sources = [ROOT / "tests" / "fixtures" / "llm"]
     if (LLM_BENCH / "manifest.json").exists():
         sources.append(LLM_BENCH)
@@ -176,17 +176,29 @@ def llm(pl):
             except RuntimeError as e:
                 print(f"  {name}: does not run here: {str(e)[:100]}")
                 continue
-
+            runs[name] = (m, tokens, zero, len(prompt), steps)
+            spec.append({"name": name, "pte": str(pte), "llm": {"prompt": prompt, "decode": steps}})
+    # A shared VM's speed drifts over tens of seconds: each round times ours, then upstream, and a ratio is taken
+    # within a round.
+    ours, theirs = {}, {}
+    for _ in range(rounds):
+        for name, (m, tokens, zero, length, steps) in runs.items():
             def decode():
                 for i in range(steps):
-                    m.forward([np.array([[7]], np.int64), np.array([len(prompt) + i], np.int64)])
-            ours[f"{name} prefill"] = median_seconds(lambda: m.forward([tokens, zero])) / len(prompt)
-            ours[f"{name} decode"] = median_seconds(decode) / steps
-            spec.append({"name": name, "pte": str(pte), "llm": {"prompt": prompt, "decode": steps}})
-            del m
-    up = run_upstream(spec) or {}
-    for name, t in ours.items():
-        row(name + " /token", t, up.get(name, "n/a"), "upstream")
+                    m.forward([np.array([[7]], np.int64), np.array([length + i], np.int64)])
+            ours.setdefault(f"{name} prefill", []).append(median_seconds(lambda: m.forward([tokens, zero])) / length)
+            ours.setdefault(f"{name} decode", []).append(median_seconds(decode) / steps)
+        up = run_upstream(spec) or {}
+        for key in ours:
+            theirs.setdefault(key, []).append(up.get(key))
+    for key, mine in ours.items():
+        up = theirs.get(key, [])
+        if up and all(isinstance(u, float) for u in up):
+            ratio = statistics.median(o / u for o, u in zip(mine, up))
+            print(f"  {key + ' /token':36s} ours {statistics.median(mine) * 1e3:8.3f} ms   upstream"
+                  f" {statistics.median(up) * 1e3:8.3f} ms   ratio {ratio:5.2f}")
+        else:
+            row(key + " /token", statistics.median(mine), "n/a", "upstream")
 
 
 XNNPACK_FIXTURES = ROOT / "tests" / "fixtures" / "xnnpack"

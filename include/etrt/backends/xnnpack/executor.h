@@ -596,8 +596,7 @@ class Executor {
         float* out = ptr_[n.output];
         const QRange range = qrange(g_.values[n.output].datatype);
         if (prepared_[i].bytes_out) {  // Note [byte activations]: a Convert whose readers take bytes writes them
-          const float qlo = static_cast<float>(range.lo - oq.zero_point), qhi = static_cast<float>(range.hi - oq.zero_point);
-          const fast::OutGrid grid{-kInf, kInf, 1.f / oq.scale, qlo, qhi, oq.scale};
+          const fast::OutGrid grid = *r.out_grid(n);  // a byte grid; the Writes form excludes clamped Converts
           uint8_t* bytes = reinterpret_cast<uint8_t*>(out);
           const float zero = byte_zero(g_.values[n.output]);
           kernels::parallel_elements(shapes_[n.output].numel(), 4, [&](int64_t b, int64_t e) {
