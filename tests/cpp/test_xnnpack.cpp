@@ -250,7 +250,7 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
     const Node& n = (*e)->graph().nodes[i];
     const bool sigmoid = n.kind == node_kind_code("XNNSigmoid"), multiply = n.kind == node_kind_code("XNNMultiply");
     sigmoids += sigmoid;
-    if (const auto c = (*e)->silu_chain_at(i)) {
+    if (const auto c = (*e)->chain_at(i)) {
       ++chains;
       CHECK((*c)[0] == i);
       CHECK((*c)[1] == i);  // no Convert before it in a float graph, none after it
@@ -258,7 +258,7 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
       CHECK((*e)->runs_in_writer((*c)[2]));
     }
     if (!(*e)->runs_in_writer(i)) continue;
-    if (sigmoid && !(*e)->silu_chain_at(i)) {
+    if (sigmoid && !(*e)->chain_at(i)) {
       // x * sigmoid(x) overwrites x where the Multiply's output is an intermediate: one tensor stored, not two.
       const Graph& gr = (*e)->graph();
       const auto mul = std::ranges::find_if(gr.nodes, [&](const Node& m) {

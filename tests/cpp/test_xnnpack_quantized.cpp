@@ -305,21 +305,28 @@ TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and 
   REQUIRE(e.has_value());
   if (!kernels::qgemm::has_vnni()) return;  // no int8 GEMM: nothing writes bytes
   const Graph& graph = (*e)->graph();
-  int chains = 0, bytes_in = 0, bytes_out = 0, tabulated = 0;
+  int chains = 0, gates = 0, bytes_in = 0, bytes_out = 0, tabulated = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const auto c = (*e)->silu_chain_at(i);
+    const auto c = (*e)->chain_at(i);
     if (!c) continue;
-    ++chains;
     const auto [head, sigmoid, multiply, tail] = *c;
+    if (sigmoid == multiply) {  // the squeeze's gate: Convert, Sigmoid, Convert; its few values stay floats
+      ++gates;
+      CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
+      CHECK_FALSE((*e)->chain_tabulated(head));
+      continue;
+    }
+    ++chains;
     const bool in = (*e)->holds_bytes(graph.nodes[head].inputs[0]);
     const bool out = tail != SIZE_MAX && (*e)->holds_bytes(graph.nodes[tail].output);
     bytes_in += in;
     bytes_out += out;
     // Bytes in and out: a function of one byte, looked up (the results: pytest's bit-exact comparison with upstream).
-    CHECK((*e)->silu_chain_tabulated(head) == (in && out));
-    tabulated += (*e)->silu_chain_tabulated(head);
+    CHECK((*e)->chain_tabulated(head) == (in && out));
+    tabulated += (*e)->chain_tabulated(head);
   }
   CHECK(chains == 6);
+  CHECK(gates == 1);
   CHECK(bytes_in == 5);
   CHECK(bytes_out == 4);
   CHECK(tabulated == 4);
@@ -348,23 +355,31 @@ TEST_CASE("XNNPACK: the byte table lookup of every length and offset equals the 
 
 TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, Convert) runs as one pass",
           "[xnnpack][quantized]") {
-  // q_mbconv_xnnpack: efficientnet's SiLU after four convolutions (Note [xnnpack silu chain]); the squeeze-
-  // excitation's sigmoid gate multiplies another value and stays as it is. Its outputs are checked against
-  // upstream's by the Python fixture tests.
+  // q_mbconv_xnnpack: efficientnet's SiLU after four convolutions (Note [xnnpack activation chain]); the squeeze-
+  // excitation's sigmoid gate multiplies another value: between its Converts it is an elementwise chain. Its outputs
+  // are checked against upstream's by the Python fixture tests.
   const auto f = etrt::test::first_payload("q_mbconv_xnnpack", "xnnpack_quantized");
   auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
   REQUIRE(g.has_value());
   const Graph graph = *g;
   auto e = Executor::create(std::move(*g));
   REQUIRE(e.has_value());
-  int chains = 0, tails = 0, sigmoids = 0;
+  int chains = 0, tails = 0, sigmoids = 0, gates = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     sigmoids += graph.nodes[i].kind_name == "XNNSigmoid";
-    const auto c = (*e)->silu_chain_at(i);
+    const auto c = (*e)->chain_at(i);
     if (!c) continue;
-    ++chains;
     const auto [head, sigmoid, multiply, tail] = *c;
     CHECK(graph.nodes[head].kind_name == "XNNConvert");
+    if (sigmoid == multiply) {
+      ++gates;
+      CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
+      REQUIRE(tail != SIZE_MAX);
+      CHECK(graph.nodes[tail].kind_name == "XNNConvert");
+      for (size_t k : {sigmoid, tail}) CHECK((*e)->runs_in_writer(k));
+      continue;
+    }
+    ++chains;
     CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
     CHECK(graph.nodes[multiply].kind_name == "XNNMultiply");
     for (size_t k : {sigmoid, multiply}) CHECK((*e)->runs_in_writer(k));
@@ -377,13 +392,14 @@ TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, C
   }
   CHECK(sigmoids == 5);
   CHECK(chains == 4);
+  CHECK(gates == 1);
   CHECK(tails == 3);  // the depthwise's SiLU output is also read, in float, by the squeeze's pooling
 }
 
 TEST_CASE("XNNPACK quantization: a SiLU after a dynamically quantized linear layer runs as a chain",
           "[xnnpack][quantized]") {
   // q_silu_mlp_dynamic_xnnpack: the integer kernels write the linear layer's float output without a block finish,
-  // so the SiLU after it is a chain headed by its Sigmoid (Note [xnnpack silu chain]); checked against upstream's
+  // so the SiLU after it is a chain headed by its Sigmoid (Note [xnnpack activation chain]); checked against upstream's
   // outputs by the Python fixture tests.
   const auto f = etrt::test::first_payload("q_silu_mlp_dynamic_xnnpack", "xnnpack_quantized");
   auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
@@ -393,7 +409,7 @@ TEST_CASE("XNNPACK quantization: a SiLU after a dynamically quantized linear lay
   REQUIRE(e.has_value());
   int chains = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const auto c = (*e)->silu_chain_at(i);
+    const auto c = (*e)->chain_at(i);
     if (!c) continue;
     ++chains;
     CHECK(graph.nodes[i].kind_name == "XNNSigmoid");

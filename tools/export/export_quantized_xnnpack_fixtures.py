@@ -44,7 +44,7 @@ class MLP(nn.Module):
 class SiluMLP(nn.Module):
     """A feed-forward block with SiLU. With dynamically quantized activations the linear layers output floats and run
     on the integer kernels, which do not compute the SiLU as they write (Note [xnnpack silu]): it runs as a chain of
-    its own (Note [xnnpack silu chain])."""
+    its own (Note [xnnpack activation chain])."""
 
     def __init__(self):
         super().__init__()
@@ -97,7 +97,7 @@ class InvertedResidual(nn.Module):
 class MBConv(nn.Module):
     """efficientnet_b0's block: SiLU after the stem, expanding and depthwise convolutions, which the quantized graph
     holds as a Convert to float, a Sigmoid and a Multiply, and a Convert back onto a grid (the executor runs each as
-    one pass, Note [xnnpack silu chain]); the squeeze-excitation's SiLU and sigmoid gate; a residual add."""
+    one pass, Note [xnnpack activation chain]); the squeeze-excitation's SiLU and sigmoid gate; a residual add."""
 
     def __init__(self):
         super().__init__()

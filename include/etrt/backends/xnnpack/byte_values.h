@@ -17,13 +17,13 @@
 //   - ByteForm::Writes (a Convert of floats onto a per-tensor grid: a quantized model's input): its input as floats,
 //     its output as bytes where its readers take them;
 //   - ByteForm::Joint also for a StaticTranspose whose input and output share one grid: bytes moved as bytes;
-//   - a SiLU chain (Note [xnnpack silu chain]) as a Gemm: its input and its output each either way.
+//   - an activation chain (Note [xnnpack activation chain]) as a Gemm: its input and its output each either way.
 // The values are the float path's: a byte is the grid point's step count, the same integer the float path stores
 // multiplied by the scale, and every byte form computes from (byte - zero) x scale what the float path computes
 // from that float (the depthwise sum is exact where the float path rounded: Note [byte depthwise]). Externals,
-// constants, values a fused node, a SiLU chain or any other kind reads, and values of fewer than kMinBytes elements
-// stay floats. A byte value keeps its float-sized slot in the arena; the 64 bytes past its end in that slot are the
-// readable tail the int8 GEMM's readers need (nhwc::conv_input_bytes).
+// constants, values a fused node, an activation chain or any other kind reads, and values of fewer than kMinBytes
+// elements stay floats. A byte value keeps its float-sized slot in the arena; the 64 bytes past its end in that slot
+// are the readable tail the int8 GEMM's readers need (nhwc::conv_input_bytes).
 #pragma once
 
 #include <algorithm>
@@ -74,8 +74,8 @@ inline size_t byte_inputs(const Node& n, ByteForm form) {
 
 /// By value id: held as bytes. By node position: `forms`, the form the node can take as prepared (None where its
 /// kind has none or its preparation did not reach the byte kernels); `stored`, the value it stores (stored_output,
-/// or the output of the SiLU chain it heads); `in_writer`, the node runs inside another (a block finish's reader,
-/// a SiLU chain's node past its head), which reads its inputs and stores its output.
+/// or the output of the activation chain it heads); `in_writer`, the node runs inside another (a block finish's
+/// reader, an activation chain's node past its head), which reads its inputs and stores its output.
 inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> forms, std::span<const uint32_t> stored,
                                      const std::vector<bool>& in_writer) {
   std::vector<bool> bytes(g.values.size(), false);
@@ -99,7 +99,7 @@ inline std::vector<bool> byte_values(const Graph& g, std::span<const ByteForm> f
         drop(n.output);
         continue;
       }
-      if (stored[i] != n.output) drop(n.output);  // a SiLU chain's head: its own output is the chain's float
+      if (stored[i] != n.output) drop(n.output);  // an activation chain's head: its own output is the chain's float
       if (form != ByteForm::Joint) continue;
       const uint32_t out = stored[i];
       bool all = out < bytes.size() && bytes[out];

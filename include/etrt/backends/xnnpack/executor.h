@@ -83,7 +83,8 @@ class Executor {
       in_place.emplace_back(n.output, n.inputs[0]);
     }
     e->chains_ = e->silu_chains(g);
-    for (const SiluChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
+    e->add_elementwise_chains(g, e->chains_);
+    for (const ActivationChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
     ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early, in_place));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -198,11 +199,11 @@ class Executor {
       e->fused_[s.sigmoid] = e->fused_[s.multiply] = true;
     }
     e->chain_at_.assign(g.nodes.size(), -1);
-    for (size_t c = 0; c < e->chains_.size(); ++c) {  // Note [xnnpack silu chain]
-      const SiluChain& ch = e->chains_[c];
-      if (e->fused_[ch.sigmoid]) continue;  // its writer computes it (Note [xnnpack silu])
+    for (size_t c = 0; c < e->chains_.size(); ++c) {  // Note [xnnpack activation chain]
+      const ActivationChain& ch = e->chains_[c];
+      if (e->fused_[ch.first]) continue;  // its writer computes it (Note [xnnpack silu])
       e->chain_at_[ch.head] = static_cast<int32_t>(c);
-      for (size_t i : {ch.sigmoid, ch.multiply, ch.tail})
+      for (size_t i : {ch.first, ch.last, ch.tail})
         if (i != ch.head && i != SIZE_MAX) e->fused_[i] = true;
     }
     e->hold_bytes(g, in_writer);
@@ -218,8 +219,8 @@ class Executor {
     for (const Value& v : g.values) e->planned_shapes_.push_back(ValueShape::of(v.dims));
     e->shapes_ = e->planned_shapes_;
     e->g_ = std::move(g);
-    for (SiluChain& c : e->chains_)
-      if (e->chain_at_[c.head] >= 0) e->tabulate_chain(c);  // reads g_
+    for (ActivationChain& c : e->chains_)
+      if (e->chain_at_[c.head] >= 0) ETRT_CHECK_OK(e->tabulate_chain(c));  // reads g_
     return e;
   }
 
@@ -318,75 +319,117 @@ class Executor {
     return mul.index;
   }
 
-  /// Note [xnnpack silu chain]: a SiLU that its input's writer does not compute (Note [xnnpack silu]: the writer
-  /// is no packed float node, as a linear layer on dynamically quantized activations is not) runs as one pass over the
-  /// data at its first node. Which writers take theirs is known only once the nodes are prepared, after the memory
-  /// plan, so every SiLU is a candidate chain whose output lives from its head on. In a PT2E-quantized graph
-  /// (efficientnet_b0's) the chain is a
-  /// Convert off the convolution's quantized output, the Sigmoid and Multiply in float, and a Convert back onto a
-  /// quantized grid: four passes over the activation from memory, now one. `head` is that first Convert (a copy:
-  /// quantized values are held as the floats they stand for, Note [xnnpack quantized values]) when it alone reads
-  /// its input's copy, else the Sigmoid; `tail` the Convert onto a per-tensor grid that alone reads the Multiply's
-  /// output, or SIZE_MAX. The values in between are then never written; the chain's output lives from the head on.
-  struct SiluChain {
-    size_t head, sigmoid, multiply, tail;
-    uint32_t in, out;  // x (or the Convert's input), and the Multiply's or tail's output
+  /// Note [xnnpack activation chain]: an activation between quantized layers runs as one pass over the data at its
+  /// first node. Two shapes:
+  /// - SiLU, x * sigmoid(x), that its input's writer does not compute (Note [xnnpack silu]: the writer is no packed
+  ///   float node, as a linear layer on dynamically quantized activations is not). Which writers take theirs is
+  ///   known only once the nodes are prepared, after the memory plan, so every SiLU is a candidate chain whose
+  ///   output lives from its head on. In a PT2E-quantized graph (efficientnet_b0's) the chain is a Convert off the
+  ///   convolution's quantized output, the Sigmoid and Multiply in float, and a Convert back onto a quantized grid:
+  ///   four passes over the activation from memory, now one.
+  /// - An elementwise node (NodeKind::elementwise: GELU, tanh, hardswish...) between a Convert off a per-tensor grid
+  ///   and a Convert onto one: the PT2E quantizer leaves a ViT's GELU in float between the two (three passes, a
+  ///   tenth of vit_b_32_q8's time).
+  /// `head` is that first Convert (a copy: quantized values are held as the floats they stand for, Note [xnnpack
+  /// quantized values]) when it alone reads its input's copy, else the Sigmoid; `first` and `last` the float nodes
+  /// (Sigmoid and Multiply, or the elementwise node twice); `tail` the Convert onto a per-tensor grid that alone
+  /// reads the last node's output, or SIZE_MAX. The values in between are then never written; the chain's output
+  /// lives from the head on. With its input and output held as bytes (Note [byte activations]) a chain is a
+  /// function of one byte, computed once at load for all 256 through the same kernels (tabulate_chain).
+  struct ActivationChain {
+    size_t head, first, last, tail;
+    uint32_t in, out;  // x (or the head Convert's input), and the last node's or the tail's output
+    bool silu = true;  // else `first` is an elementwise node
     bool in_bytes = false, out_bytes = false;  // Note [byte activations]
-    // Bytes in and bytes out: the chain is a function of one byte, computed once at load for all 256 (run_chain).
     bool tabulated = false;
     std::array<uint8_t, 256> table{};
   };
-  std::vector<SiluChain> silu_chains(const Graph& g) const {
-    std::vector<SiluChain> out;
+  std::vector<ActivationChain> silu_chains(const Graph& g) const {
+    std::vector<ActivationChain> out;
     const Readers r = readers_of(g);
     for (const Node& sig : g.nodes) {
       const std::optional<size_t> mul = silu_multiply(g, r, sig);
       if (!mul) continue;
       const uint32_t x = sig.inputs[0];
       const Node& w = g.nodes[r.writer[x]];
-      SiluChain c{sig.index, sig.index, *mul, SIZE_MAX, x, g.nodes[*mul].output};
-      const bool copies = kinds_[w.index]->run == &run::copy && !clamps(w) && w.inputs.size() == 1 &&
-                          w.inputs[0] != kNoValue && g.values[w.inputs[0]].numel == g.values[x].numel;
-      if (copies) {
-        const Value& a = g.values[w.inputs[0]];
-        if (a.quant.kind == QuantKind::None || a.quant.kind == QuantKind::PerTensor) c.head = w.index, c.in = w.inputs[0];
-      }
+      ActivationChain c{sig.index, sig.index, *mul, SIZE_MAX, x, g.nodes[*mul].output};
+      if (copies_on_grid(g, w, x, true)) c.head = w.index, c.in = w.inputs[0];
       const uint32_t y = g.nodes[*mul].output;
-      if (float_intermediate(g, y) && r.count[y] == 1) {
-        const Node& t = g.nodes[r.reader[y]];
-        if (kinds_[t.index]->run == &run::copy && t.inputs.size() == 1 && t.output != kNoValue &&
-            g.values[t.output].quant.kind == QuantKind::PerTensor && g.values[t.output].numel == g.values[y].numel)
-          c.tail = t.index, c.out = t.output;
-      }
+      if (float_intermediate(g, y) && r.count[y] == 1 && copies_on_grid(g, g.nodes[r.reader[y]], y, false))
+        c.tail = r.reader[y], c.out = g.nodes[c.tail].output;
       out.push_back(c);
     }
     return out;
   }
+  /// Whether node c is a Copy or Convert between value `v` and a value of its size quantized per tensor: with
+  /// `reads`, c an unclamped copy into v off such a value (or off unquantized floats); else, c one out of v onto it.
+  bool copies_on_grid(const Graph& g, const Node& c, uint32_t v, bool reads) const {
+    if (kinds_[c.index]->run != &run::copy || c.inputs.size() != 1 || c.inputs[0] == kNoValue || c.output == kNoValue)
+      return false;
+    const Value& other = g.values[reads ? c.inputs[0] : c.output];
+    if (other.numel != g.values[v].numel) return false;
+    if (!reads) return other.quant.kind == QuantKind::PerTensor;
+    return !clamps(c) && (other.quant.kind == QuantKind::None || other.quant.kind == QuantKind::PerTensor);
+  }
+  /// The elementwise chains (Note [xnnpack activation chain]) of nodes no SiLU chain holds: a Convert off a per-tensor
+  /// grid into a float that only the elementwise node reads, whose float output only a Convert onto a per-tensor
+  /// grid reads.
+  void add_elementwise_chains(const Graph& g, std::vector<ActivationChain>& chains) const {
+    const Readers r = readers_of(g);
+    std::vector<bool> held(g.nodes.size(), false);
+    for (const ActivationChain& c : chains)
+      for (size_t i : {c.head, c.first, c.last, c.tail})
+        if (i != SIZE_MAX) held[i] = true;
+    for (const Node& u : g.nodes) {
+      if (!kinds_[u.index]->elementwise || held[u.index] || u.inputs.size() != 1 || u.output == kNoValue) continue;
+      const uint32_t x = u.inputs[0], y = u.output;
+      if (x == kNoValue || r.writer[x] == SIZE_MAX || r.count[x] != 1 || r.count[y] != 1 ||
+          !float_intermediate(g, x) || !float_intermediate(g, y) || g.values[x].numel != g.values[y].numel)
+        continue;
+      const Node &head = g.nodes[r.writer[x]], &tail = g.nodes[r.reader[y]];
+      if (held[head.index] || held[tail.index] || !copies_on_grid(g, head, x, true) ||
+          g.values[head.inputs[0]].quant.kind != QuantKind::PerTensor || !copies_on_grid(g, tail, y, false))
+        continue;
+      chains.push_back({head.index, u.index, u.index, tail.index, head.inputs[0], tail.output, false});
+      held[head.index] = held[u.index] = held[tail.index] = true;
+    }
+  }
 
-  /// One SiLU chain (Note [xnnpack silu chain]): blocks of x * sigmoid(x), clamped as the Multiply clamps, then,
-  /// with a tail, clamped as it clamps and rounded onto its grid while the block is in L1.
-  void run_chain(const SiluChain& c) const {
+  /// One activation chain (Note [xnnpack activation chain]): blocks of the function, clamped as its last node
+  /// clamps, then, with a tail, clamped as it clamps and rounded onto its grid while the block is in L1.
+  Status run_chain(const ActivationChain& c) const {
     const float* x = ptr_[c.in];
     float* y = ptr_[c.out];
     const int64_t n = shapes_[c.out].numel();
     if (c.tabulated) {
       const auto* xb = reinterpret_cast<const uint8_t*>(x);
       auto* yb = reinterpret_cast<uint8_t*>(y);
-      kernels::parallel_elements(n, 1, [&](int64_t b, int64_t e) { fast::lookup_bytes(xb + b, yb + b, e - b, c.table.data()); });
-      return;
+      kernels::parallel_elements(n, 1, [&](int64_t b, int64_t e) {
+        fast::lookup_bytes(xb + b, yb + b, e - b, c.table.data());
+      });
+      return {};
     }
+    std::mutex mu;
+    Status first_failure;
     kernels::parallel_elements(n, 16, [&](int64_t b, int64_t e) {
       constexpr int64_t kBlock = 2048;  // 8 KB: rounded while in L1
-      for (int64_t i0 = b; i0 < e; i0 += kBlock) chain_block(c, x, y, i0, std::min(kBlock, e - i0));
+      for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+        Status s = chain_block(c, x, y, i0, std::min(kBlock, e - i0));
+        if (s) continue;
+        const std::lock_guard<std::mutex> lock(mu);
+        if (first_failure) first_failure = s;
+        return;
+      }
     });
+    return first_failure;
   }
   /// Elements [i0, i0 + len) of chain c, len <= 2048, x and y its input and output as ptr_ holds them. Note [byte
   /// activations]: an input held as bytes becomes the floats it stands for a block at a time; an output held as
   /// bytes is rounded from a block of floats.
-  void chain_block(const SiluChain& c, const float* x, float* y, int64_t i0, int64_t len) const {
+  Status chain_block(const ActivationChain& c, const float* x, float* y, int64_t i0, int64_t len) const {
     constexpr float kInf = std::numeric_limits<float>::infinity();
-    const Node& mul = g_.nodes[c.multiply];
-    const float lo = clamps(mul) ? mul.out_min : -kInf, hi = clamps(mul) ? mul.out_max : kInf;
+    const Node& last = g_.nodes[c.last];
+    const float lo = clamps(last) ? last.out_min : -kInf, hi = clamps(last) ? last.out_max : kInf;
     const Node* tail = c.tail == SIZE_MAX ? nullptr : &g_.nodes[c.tail];
     alignas(64) float xs[2048], ys[2048];
     const float* xi = x + i0;
@@ -397,8 +440,19 @@ class Executor {
       xi = xs;
     }
     float* yi = c.out_bytes ? ys : y + i0;
-    kernels::silu_clamped(xi, yi, len, lo, hi);
-    if (!tail) return;
+    if (c.silu) {
+      kernels::silu_clamped(xi, yi, len, lo, hi);
+    } else {  // the elementwise node's own kernel, then its clamp as the executor applies it to the node's output
+      KernelContext ctx;
+      const std::array<int64_t, 1> size{len};
+      ETRT_TRY(const Tensor xt, Tensor::make(ScalarType::Float, size, {}, const_cast<float*>(xi)));
+      ETRT_TRY(Tensor yt, Tensor::make(ScalarType::Float, size, {}, yi));
+      ETRT_CHECK_OK(kinds_[c.first]->elementwise(ctx, last, xt, yt));
+      if (clamps(last))
+        ETRT_CHECK_OK(kernels::clamp_out<detail::F>(ctx, yt, std::optional<Scalar>(detail::fscalar(lo)),
+                                                    std::optional<Scalar>(detail::fscalar(hi)), yt));
+    }
+    if (!tail) return {};
     const Value& q = g_.values[tail->output];
     const float tlo = clamps(*tail) ? tail->out_min : -kInf, thi = clamps(*tail) ? tail->out_max : kInf;
     if (c.out_bytes) {
@@ -409,17 +463,19 @@ class Executor {
     } else {
       quant::fake_quantize(yi, yi, len, q.quant.scale, q.quant.zero_point, qrange(q.datatype), tlo, thi);
     }
+    return {};
   }
-  /// Note [xnnpack silu chain]: a chain reading and writing bytes maps each of the 256 input bytes to one output
-  /// byte; chain_block computes them all once (all in its 16-lane blocks) and a call looks them up, 64 a
-  /// permute on AVX-512 VBMI. The chain's exp and division cost 5-6 cycles an element (a third of
-  /// efficientnet_b0_q8's time); the lookup, a few instructions per 64.
-  void tabulate_chain(SiluChain& c) const {
-    if (!c.in_bytes || !c.out_bytes || c.tail == SIZE_MAX) return;
+  /// Note [xnnpack activation chain]: a chain reading and writing bytes maps each of the 256 input bytes to one
+  /// output byte; chain_block computes them all once (all in its 16-lane blocks) and a call looks them up, 64 a
+  /// permute on AVX-512 VBMI. A SiLU's exp and division cost 5-6 cycles an element (a third of efficientnet_b0_q8's
+  /// time), a GELU's erf more; the lookup, a few instructions per 64.
+  Status tabulate_chain(ActivationChain& c) const {
+    if (!c.in_bytes || !c.out_bytes || c.tail == SIZE_MAX) return {};
     alignas(64) uint8_t in[256 + 64] = {};
     for (int u = 0; u < 256; ++u) in[u] = static_cast<uint8_t>(u);
-    chain_block(c, reinterpret_cast<const float*>(in), reinterpret_cast<float*>(c.table.data()), 0, 256);
+    ETRT_CHECK_OK(chain_block(c, reinterpret_cast<const float*>(in), reinterpret_cast<float*>(c.table.data()), 0, 256));
     c.tabulated = true;
+    return {};
   }
   static Grid grid_of(const Value& v) { return {v.quant.scale, v.quant.zero_point, qrange(v.datatype)}; }
 
@@ -440,11 +496,11 @@ class Executor {
       const PreparedNode& p = prepared_[i];
       const ByteForm f = kinds_[i]->bytes;
       stored[i] = stored_output(g, p, i);
-      if (chain_at_[i] >= 0) {  // a SiLU chain reads its input and writes its output as either (run_chain)
-        const SiluChain& c = chains_[static_cast<size_t>(chain_at_[i])];
+      if (chain_at_[i] >= 0) {  // an activation chain reads its input and writes its output as either (run_chain)
+        const ActivationChain& c = chains_[static_cast<size_t>(chain_at_[i])];
         forms[i] = ByteForm::Gemm;
         stored[i] = c.out;
-        for (size_t k : {c.sigmoid, c.multiply, c.tail})
+        for (size_t k : {c.first, c.last, c.tail})
           if (k != i && k != SIZE_MAX) inside[k] = true;
         continue;
       }
@@ -477,7 +533,7 @@ class Executor {
       }
     }
     const std::vector<bool> bytes = byte_values(g, forms, stored, inside);
-    for (SiluChain& c : chains_) {
+    for (ActivationChain& c : chains_) {
       if (chain_at_[c.head] < 0) continue;
       c.in_bytes = bytes[c.in];
       c.out_bytes = bytes[c.out];
@@ -581,7 +637,9 @@ class Executor {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (fused_[i]) continue;  // run by the node before it (Note [xnnpack block finish])
       if (chain_at_[i] >= 0) {
-        run_chain(chains_[static_cast<size_t>(chain_at_[i])]);
+        const ActivationChain& c = chains_[static_cast<size_t>(chain_at_[i])];
+        Status s = run_chain(c);
+        if (!s) return fail(s.error().code, g_.nodes[c.first].where(), ": ", s.error().what);
         continue;
       }
       const Node& n = g_.nodes[i];
@@ -647,15 +705,15 @@ class Executor {
   bool int8_path(size_t i) const { return i < prepared_.size() && prepared_[i].int8.active(); }
   /// The output tile of node i's Winograd transform (4 or 2; Note [xnnpack winograd]), 0 when it runs none.
   int winograd_tile(size_t i) const { return i < prepared_.size() ? prepared_[i].winograd.plan.m : 0; }
-  /// The nodes of the SiLU chain node i heads (Note [xnnpack silu chain]): head, Sigmoid, Multiply, tail (SIZE_MAX
-  /// for none); nullopt when it heads none.
-  std::optional<std::array<size_t, 4>> silu_chain_at(size_t i) const {
+  /// The nodes of the activation chain node i heads (Note [xnnpack activation chain]): head, first, last (a SiLU's
+  /// Sigmoid and Multiply, or the elementwise node twice), tail (SIZE_MAX for none); nullopt when it heads none.
+  std::optional<std::array<size_t, 4>> chain_at(size_t i) const {
     if (i >= chain_at_.size() || chain_at_[i] < 0) return std::nullopt;
-    const SiluChain& c = chains_[static_cast<size_t>(chain_at_[i])];
-    return std::array<size_t, 4>{c.head, c.sigmoid, c.multiply, c.tail};
+    const ActivationChain& c = chains_[static_cast<size_t>(chain_at_[i])];
+    return std::array<size_t, 4>{c.head, c.first, c.last, c.tail};
   }
-  /// Whether the SiLU chain headed by node i runs as a table of its 256 input bytes (tabulate_chain).
-  bool silu_chain_tabulated(size_t i) const {
+  /// Whether the activation chain headed by node i runs as a table of its 256 input bytes (tabulate_chain).
+  bool chain_tabulated(size_t i) const {
     return i < chain_at_.size() && chain_at_[i] >= 0 && chains_[static_cast<size_t>(chain_at_[i])].tabulated;
   }
   /// Whether node i runs inside the node writing its input (Note [xnnpack block finish]).
@@ -799,7 +857,7 @@ class Executor {
   std::vector<bool> unrounded_;                      // qd8_only_inputs
   std::vector<PreparedNode> prepared_;               // by node position: packed filters (packed_filters.h)
   std::vector<bool> fused_;                          // by node position: run by the node writing its input
-  std::vector<SiluChain> chains_;                    // Note [xnnpack silu chain]
+  std::vector<ActivationChain> chains_;              // Note [xnnpack activation chain]
   std::vector<int32_t> chain_at_;                    // by node position: the chain it heads, or -1
   std::vector<std::vector<quant::DynamicParams>> row_params_;  // by value id: NodeRun::row_params
   // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.

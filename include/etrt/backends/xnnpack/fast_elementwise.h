@@ -204,7 +204,7 @@ inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float
 #pragma GCC diagnostic pop
 #endif
 
-/// out[i] = table[in[i]] for i < n: a function of one byte, tabulated (Note [xnnpack silu chain]).
+/// out[i] = table[in[i]] for i < n: a function of one byte, tabulated (Note [xnnpack activation chain]).
 inline void lookup_bytes(const uint8_t* in, uint8_t* out, int64_t n, const uint8_t* table) {
   int64_t i = 0;
 #ifdef ETRT_ISA_X86

@@ -135,6 +135,16 @@ Status unary(const NodeRun& r, const Node& n) {
   ETRT_TRY(Tensor o, r.flat(n.output));
   return Kernel(r.ctx, x, o);
 }
+
+/// An elementwise node's function from a float tensor into an output of its size, each output element a function
+/// of the input element at its place and the node's fields alone: what an activation chain tabulates over a grid's
+/// 256 bytes or runs block by block (Note [xnnpack activation chain]). The kinds' run functions go through the
+/// same kernels, so a chain and the nodes it replaces compute the same values.
+using ElementwiseFn = Status (*)(KernelContext&, const Node&, const Tensor&, Tensor&);
+template <UnaryKernel Kernel>
+Status unary_elements(KernelContext& c, const Node&, const Tensor& x, Tensor& o) {
+  return Kernel(c, x, o);
+}
 /// Two inputs that broadcast (shape::broadcast): the contiguous loop of Op when the shapes allow it
 /// (fast_elementwise.h), else the portable kernel.
 template <BinaryKernel Kernel, class Op>
@@ -181,6 +191,10 @@ inline Status subtract(KernelContext& c, const Tensor& a, const Tensor& b, Tenso
 inline Status softmax_last_dim(KernelContext& c, const Tensor& x, Tensor& o) {
   return kernels::softmax_out<F>(c, x, std::max<int64_t>(x.dim() - 1, 0), false, o);
 }
+inline Status sigmoid_elements(KernelContext&, const Node&, const Tensor& x, Tensor& o) {
+  fast::sigmoid(x.data_as<float>(), o.data_as<float>(), x.numel());
+  return {};
+}
 inline Status sigmoid(const NodeRun& r, const Node& n) {
   const int64_t count = r.shapes[n.output].numel();  // shape::same
   if (const auto grid = r.out_grid(n)) {
@@ -194,15 +208,21 @@ inline Status sigmoid(const NodeRun& r, const Node& n) {
 inline Status gelu_exact(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::gelu_out<F>(c, x, "none", o); }
 inline Status square(KernelContext& c, const Tensor& x, Tensor& o) { return kernels::mul_out<F>(c, x, x, o); }
 
+inline Status leaky_relu_elements(KernelContext& c, const Node& n, const Tensor& x, Tensor& o) {
+  return kernels::leaky_relu_out<F>(c, x, detail::fscalar(n.fparam), o);
+}
 inline Status leaky_relu(const NodeRun& r, const Node& n) {
   ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
   ETRT_TRY(Tensor o, r.flat(n.output));
-  return kernels::leaky_relu_out<F>(r.ctx, x, detail::fscalar(n.fparam), o);
+  return leaky_relu_elements(r.ctx, n, x, o);
+}
+inline Status elu_elements(KernelContext& c, const Node& n, const Tensor& x, Tensor& o) {
+  return kernels::elu_out<F>(c, x, detail::fscalar(n.fparam), detail::fscalar(1.0), detail::fscalar(1.0), o);
 }
 inline Status elu(const NodeRun& r, const Node& n) {
   ETRT_TRY(Tensor x, r.flat(n.inputs[0]));
   ETRT_TRY(Tensor o, r.flat(n.output));
-  return kernels::elu_out<F>(r.ctx, x, detail::fscalar(n.fparam), detail::fscalar(1.0), detail::fscalar(1.0), o);
+  return elu_elements(r.ctx, n, x, o);
 }
 
 /// prelu(x, w) = max(x, 0) + w * min(x, 0), from the binary kernels (w broadcasts on channels, the last NHWC dim);

@@ -1,9 +1,9 @@
 // The XNNPACK node kinds: one entry per XNode union member, in the schema's order (an entry's position is the union's
 // type code, so a new kind goes where schema.fbs appends it). Each entry names the functions that read the kind's
 // fields (node_fields.h), check what its run function relies on (graph_checks.h), size its scratch, derive its
-// output shape each call (shape_inference.h), run it (node_run.h) and, for the kinds with packed filters, prepare
-// them at load (packed_filters.h). The payload parser, the load-time checks and
-// the executor read only this table.
+// output shape each call (shape_inference.h), run it (node_run.h), for the kinds with packed filters prepare them at
+// load (packed_filters.h), and for the elementwise kinds compute their function on any float tensor (the activation
+// chains' tables, executor.h). The payload parser, the load-time checks and the executor read only this table.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,7 @@ struct NodeKind {
   bool reads_weights_in_blocks = false;  // a quantized 2-D filter (input 1) may stay quantized (executor.h)
   PrepareFn prepare = nullptr;           // load-time preparation (packed_filters.h); nullptr: none
   ByteForm bytes = ByteForm::None;       // Note [byte activations] (byte_values.h)
+  run::ElementwiseFn elementwise = nullptr;  // an elementwise kind's function (Note [xnnpack activation chain])
 };
 
 // clang-format off
@@ -37,7 +38,7 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNAdd",                       fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::add, fast::Add>, false, nullptr, ByteForm::Binary},
     {"XNNFullyConnected",            fields::fully_connected, shape::fully_connected, nullptr,                 nullptr,                run::fully_connected, true, prepare::fully_connected, ByteForm::Gemm},
     {"XNNSoftmax",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::softmax_last_dim>},
-    {"XNNSigmoid",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::sigmoid},
+    {"XNNSigmoid",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::sigmoid, false, nullptr, ByteForm::None, run::sigmoid_elements},
     {"XNNStaticTranspose",           fields::transpose,       shape::transpose,       checks::transpose,       nullptr,                run::transpose, false, nullptr, ByteForm::Joint},
     {"XNNClamp",                     fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
     {"XNNConv2d",                    fields::conv,            shape::spatial,         checks::conv,            packed::conv_scratch,   run::convolution<run::ConvFilter::Ohwi>,      false, prepare::conv,           ByteForm::Gemm},
@@ -50,20 +51,20 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNMaxPooling2d",              fields::pooling,         shape::spatial,         checks::nhwc,            scratch::max_pooling,   run::max_pooling},
     {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>, fast::Mul>, false, nullptr, ByteForm::Binary},
     {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract, fast::Sub>, false, nullptr, ByteForm::Binary},
-    {"XNNFloor",                     fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::floor_out<detail::F>>},
+    {"XNNFloor",                     fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::floor_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::floor_out<detail::F>>},
     {"XNNConvert",                   fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy, false, nullptr, ByteForm::Writes},
     {"XNNGlobalAvgPooling2d",        fields::node1x1,         shape::global_pooling,  checks::nhwc,            nullptr,                run::global_avg_pooling, false, nullptr, ByteForm::Reads},
     {"XNNStaticReshape",             fields::reshape,         shape::reshape,         checks::same_size,       nullptr,                run::copy},
     {"XNNArgMaxPooling2d",           fields::argmax_pooling,  shape::spatial,         checks::argmax_pooling,  nullptr,                run::argmax_pooling},
-    {"XNNSquareRoot",                fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::sqrt_out<detail::F>>},
-    {"XNNCeiling",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::ceil_out<detail::F>>},
-    {"XNNHardswish",                 fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::hardswish_out<detail::F>>},
-    {"XNNLeakyReLU",                 fields::scalar_then_1x1, shape::same,            nullptr,                 nullptr,                run::leaky_relu},
+    {"XNNSquareRoot",                fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::sqrt_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::sqrt_out<detail::F>>},
+    {"XNNCeiling",                   fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::ceil_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::ceil_out<detail::F>>},
+    {"XNNHardswish",                 fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::hardswish_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::hardswish_out<detail::F>>},
+    {"XNNLeakyReLU",                 fields::scalar_then_1x1, shape::same,            nullptr,                 nullptr,                run::leaky_relu, false, nullptr, ByteForm::None, run::leaky_relu_elements},
     {"XNNMaximum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::maximum_out<detail::F>, fast::Max>},
-    {"XNNNegate",                    fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::neg_out<detail::F>>},
-    {"XNNSquare",                    fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::square>},
-    {"XNNELU",                       fields::scalar_then_1x1, shape::same,            nullptr,                 nullptr,                run::elu},
-    {"XNNAbs",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::abs_out<detail::F>>},
+    {"XNNNegate",                    fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::neg_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::neg_out<detail::F>>},
+    {"XNNSquare",                    fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::square>, false, nullptr, ByteForm::None, run::unary_elements<run::square>},
+    {"XNNELU",                       fields::scalar_then_1x1, shape::same,            nullptr,                 nullptr,                run::elu, false, nullptr, ByteForm::None, run::elu_elements},
+    {"XNNAbs",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::abs_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::abs_out<detail::F>>},
     {"XNNPReLU",                     fields::node2x1,         shape::same,            nullptr,                 scratch::input_size,    run::prelu},
     {"XNNConcatenate2",              fields::concatenate<2>,  shape::concatenate,     checks::concatenate,     nullptr,                run::concatenate},
     {"XNNConcatenate3",              fields::concatenate<3>,  shape::concatenate,     checks::concatenate,     nullptr,                run::concatenate},
@@ -73,14 +74,14 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNBatchMatrixMultiply",       fields::node2x1,         shape::last_dim_from<1>, checks::batch_matmul,    nullptr,                run::batch_matmul},
     {"XNNConcatenate5",              fields::concatenate<5>,  shape::concatenate,     checks::concatenate,     nullptr,                run::concatenate},
     {"XNNConvTranspose2d",           fields::conv,            shape::spatial,         checks::transposed_conv, nullptr,                run::convolution<run::ConvFilter::Transposed>},
-    {"XNNReciprocalSquareRoot",      fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::rsqrt_out<detail::F>>},
-    {"XNNLog",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::log_out<detail::F>>},
-    {"XNNGelu",                      fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::gelu_exact>},
-    {"XNNTanh",                      fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::tanh_out<detail::F>>},
-    {"XNNExp",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::exp_out<detail::F>>},
-    {"XNNSin",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::sin_out<detail::F>>},
+    {"XNNReciprocalSquareRoot",      fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::rsqrt_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::rsqrt_out<detail::F>>},
+    {"XNNLog",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::log_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::log_out<detail::F>>},
+    {"XNNGelu",                      fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<run::gelu_exact>, false, nullptr, ByteForm::None, run::unary_elements<run::gelu_exact>},
+    {"XNNTanh",                      fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::tanh_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::tanh_out<detail::F>>},
+    {"XNNExp",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::exp_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::exp_out<detail::F>>},
+    {"XNNSin",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::sin_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::sin_out<detail::F>>},
     {"XNNCopy",                      fields::node1x1,         shape::same,            checks::same_size,       nullptr,                run::copy},
-    {"XNNCos",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::cos_out<detail::F>>},
+    {"XNNCos",                       fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::cos_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::cos_out<detail::F>>},
 };
 // clang-format on
 

@@ -31,7 +31,9 @@ template <class T>
 inline constexpr int64_t kMaxPoolTaps = 64;
 
 /// Output rows [r0, r1) (row = n * OH + oh); O == C. The window's in-bounds taps are listed once per output pixel,
-/// then each register of channels takes their maximum in a register and is stored once.
+/// then each register of channels takes their maximum in a register and is stored once. A window wholly inside the
+/// input lists its taps as the window's corner plus offsets computed once: the bounds checks of every tap cost
+/// more than a small-channel pixel's maxima (a 2x2 window over 8 channels: 12 ns a pixel, 4 with the offsets).
 inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
   isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
     using V = vec::Vec<8>;
@@ -39,21 +41,35 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
     const int64_t C = g.C;
     const bool listed = g.KH * g.KW <= kMaxPoolTaps;
     const float* taps[kMaxPoolTaps];
+    int64_t offsets[kMaxPoolTaps];
+    const int64_t all_taps = listed ? g.KH * g.KW : 0;
+    for (int64_t t = 0; t < all_taps; ++t) offsets[t] = ((t / g.KW) * g.dh * g.W + (t % g.KW) * g.dw) * C;
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t oh = row % g.OH, n = row / g.OH;
+      const int64_t ih0 = oh * g.sh - g.pt;
+      const bool rows_inside = ih0 >= 0 && ih0 + (g.KH - 1) * g.dh < g.H;
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         float* o = out + (row * g.OW + ow) * C;
         if (listed) {
           int64_t nt = 0;
-          for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps[nt++] = x; });
+          const int64_t iw0 = ow * g.sw - g.pl;
+          if (rows_inside && iw0 >= 0 && iw0 + (g.KW - 1) * g.dw < g.W) {
+            const float* corner = in + ((n * g.H + ih0) * g.W + iw0) * C;
+            for (; nt < all_taps; ++nt) taps[nt] = corner + offsets[nt];
+          } else {
+            for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps[nt++] = x; });
+          }
           int64_t c = 0;
           for (; c + 8 <= C; c += 8) {
-            V m = V{} + ninf, v;
+            // The maximum through `v > m ? v : m` (one vmaxps a tap) and the window's last NaN aside, off that
+            // chain: max_nan's compare, or and blend a tap made a 4-tap window a chain of about 24 cycles.
+            V m = V{} + ninf, nan = m, v;
             for (int64_t t = 0; t < nt; ++t) {
               vec::load(v, taps[t] + c);
-              m = max_nan(m, v);
+              m = v > m ? v : m;
+              nan = v != v ? v : nan;
             }
-            vec::store(o + c, m);
+            vec::store(o + c, nan != nan ? nan : m);
           }
           for (; c < C; ++c) {
             float m = ninf;
