@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "etrt/backends/xnnpack/quantized_gemv.h"
@@ -394,6 +395,34 @@ TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, C
   CHECK(chains == 4);
   CHECK(gates == 1);
   CHECK(tails == 3);  // the depthwise's SiLU output is also read, in float, by the squeeze's pooling
+}
+
+TEST_CASE("XNNPACK quantization: GELU and tanh between quantized linear layers run as tables of bytes",
+          "[xnnpack][quantized]") {
+  // q_gelu_mlp_xnnpack: Linear, GELU, Linear, tanh, Linear, each activation in float between a dequantizing and a
+  // quantizing Convert (Note [xnnpack activation chain]); with the int8 GEMM writing and reading bytes, each chain is
+  // a lookup of 256 bytes. Its outputs are upstream's bit for bit (pytest).
+  const auto f = etrt::test::first_payload("q_gelu_mlp_xnnpack", "xnnpack_quantized");
+  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
+  REQUIRE(g.has_value());
+  const Graph graph = *g;
+  auto e = Executor::create(std::move(*g));
+  REQUIRE(e.has_value());
+  std::vector<std::string_view> functions;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const auto c = (*e)->chain_at(i);
+    if (!c) continue;
+    const auto [head, first, last, tail] = *c;
+    CHECK(first == last);
+    functions.push_back(graph.nodes[first].kind_name);
+    CHECK(graph.nodes[head].kind_name == "XNNConvert");
+    REQUIRE(tail != SIZE_MAX);
+    CHECK(graph.nodes[tail].kind_name == "XNNConvert");
+    CHECK(graph.values[graph.nodes[tail].output].quant.kind == QuantKind::PerTensor);
+    for (size_t k : {first, tail}) CHECK((*e)->runs_in_writer(k));
+    CHECK((*e)->chain_tabulated(head) == kernels::qgemm::has_vnni());
+  }
+  CHECK(functions == std::vector<std::string_view>{"XNNGelu", "XNNTanh"});
 }
 
 TEST_CASE("XNNPACK quantization: a SiLU after a dynamically quantized linear layer runs as a chain",

@@ -82,10 +82,11 @@ def _int8_kernels_here():
         return False
 
 
-@pytest.mark.parametrize("name", ["q_mobilenet_stage_xnnpack", "q_efficientnet_stage_xnnpack"])
+@pytest.mark.parametrize("name", ["q_mobilenet_stage_xnnpack", "q_efficientnet_stage_xnnpack", "q_gelu_mlp_xnnpack"])
 def test_byte_activations_setting_keeps_upstreams_results(portable_lib, tmp_path, name):
     """The stage fixtures hold their int8 activations as bytes by default (Note [byte activations]);
-    ETRT_BYTE_ACTIVATIONS=0 holds them as floats on their grids. Both match upstream's outputs within the fixtures'
+    ETRT_BYTE_ACTIVATIONS=0 holds them as floats on their grids (and the GELU and tanh chains of q_gelu_mlp then run
+    block by block instead of as tables of 256 bytes, Note [xnnpack activation chain]). Both match upstream's outputs within the fixtures'
     tolerance and each other within one step; on the int8 kernels (AVX-512 VNNI) the default is upstream's output
     bit for bit (Note [xnnpack requantization]: the same integer sums, scaled and rounded as XNNPACK does)."""
     import os

@@ -54,6 +54,19 @@ class SiluMLP(nn.Module):
         return self.l2(F.silu(self.l1(x)))
 
 
+class GeluMLP(nn.Module):
+    """GELU and tanh between statically quantized linear layers: the quantizer leaves both in float between a
+    dequantizing and a quantizing Convert, as in a ViT's feed-forward block; each runs as one elementwise chain
+    (Note [xnnpack activation chain]), a table of 256 bytes where its ends are held as bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2, self.l3 = nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.l3(torch.tanh(self.l2(F.gelu(self.l1(x)))))
+
+
 class CNN(nn.Module):
     """conv+bn+relu, depthwise conv, residual add, max/avg pooling, a linear head: the static qs8 node kinds."""
 
@@ -213,7 +226,7 @@ def upstream_outputs(pte_path, inputs):
 def fixtures():
     torch.manual_seed(SEED)
     mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
-    mbconv, silu_mlp = MBConv().eval(), SiluMLP().eval()
+    mbconv, silu_mlp, gelu_mlp = MBConv().eval(), SiluMLP().eval(), GeluMLP().eval()
     stage, effstage = MobileNetStage().eval(), EfficientNetStage().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
@@ -232,6 +245,7 @@ def fixtures():
         "q_mobilenet_stage_xnnpack": (stage, (torch.randn(1, 3, 32, 28),), False, True),
         "q_efficientnet_stage_xnnpack": (effstage, (torch.randn(1, 3, 32, 28),), False, True),
         "q_silu_mlp_dynamic_xnnpack": (silu_mlp, (torch.randn(3, 16),), True, True),
+        "q_gelu_mlp_xnnpack": (gelu_mlp, (2 * torch.randn(6, 16),), False, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),
         "q_cnn_static_portable": (cnn, x_cnn, False, False),
     }
