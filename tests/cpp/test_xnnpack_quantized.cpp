@@ -246,8 +246,7 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
   // Note [byte activations]: in q_mobilenet_stage_xnnpack every value a convolution, depthwise convolution or add
   // writes and only such nodes read is bytes; so are the input's: its Convert quantizes the floats straight to bytes
   // (ByteForm::Writes) and its NCHW -> NHWC Transpose moves bytes (ByteForm::Joint), which the stem reads. The
-  // output's Transpose reads and writes floats, so the last add's output stays floats; that add reads bytes all the
-  // same (ByteForm::Binary: each operand and the output either way).
+  // output's Transpose moves the last add's bytes too, and its dequantizing Convert reads them (ByteForm::Reads).
   const auto f = etrt::test::first_payload("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
   auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
   REQUIRE(g.has_value());
@@ -274,24 +273,26 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
       ++adds;
       CHECK((*e)->holds_bytes(n.inputs[0]));
       CHECK((*e)->holds_bytes(n.inputs[1]));
-      CHECK(held == (adds < 3));
+      CHECK(held);
     }
-    if (n.kind_name == "XNNConvert") {  // the input's quantizes floats; the output's dequantizes to floats
+    if (n.kind_name == "XNNConvert") {  // the input's quantizes floats; the output's dequantizes bytes to floats
       const bool quantizes = after.values[n.inputs[0]].quant.kind == QuantKind::None;
       converts_in += quantizes;
       CHECK(held == quantizes);
+      CHECK((*e)->holds_bytes(n.inputs[0]) == !quantizes);
     }
     if (n.kind_name == "XNNStaticTranspose") {
       ++transposes;
-      CHECK(held == (transposes == 1));  // the input's, not the output's
-      CHECK((*e)->holds_bytes(n.inputs[0]) == held);
+      CHECK(held);
+      CHECK((*e)->holds_bytes(n.inputs[0]));
     }
   }
   CHECK(depthwise == 4);
   CHECK(adds == 3);
   CHECK(transposes == 2);
   CHECK(converts_in == 1);
-  CHECK(bytes == 9 + 4 + 3 - 1 + 2);  // the convolutions', depthwise's and adds' outputs but the last add's; the input's
+  // The convolutions', depthwise convolutions' and adds' outputs, the input Convert's, both Transposes'.
+  CHECK(bytes == 9 + 4 + 3 + 1 + 2);
 }
 
 TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and write bytes", "[xnnpack][quantized]") {

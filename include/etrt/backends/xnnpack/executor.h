@@ -520,9 +520,12 @@ class Executor {
           forms[i] = f;
       }
       if (f == ByteForm::Reads) forms[i] = f;
-      if (f == ByteForm::Writes && n.inputs.size() == 1 && !clamps(n)) {  // a Convert of floats onto a grid
-        const Value& in = g.values[n.inputs[0]];
-        if (in.datatype == Datatype::Fp32 && in.quant.kind == QuantKind::None) forms[i] = f;
+      if (f == ByteForm::Writes && n.inputs.size() == 1 && !clamps(n)) {
+        const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
+        if (in.datatype == Datatype::Fp32 && in.quant.kind == QuantKind::None) forms[i] = f;  // floats onto a grid
+        if (in.quant.kind == QuantKind::PerTensor && out.datatype == Datatype::Fp32 &&
+            out.quant.kind == QuantKind::None)
+          forms[i] = ByteForm::Reads;  // a grid's values as floats
       }
       if (f == ByteForm::Joint && kinds_[i]->run == &run::transpose && !clamps(n)) {  // bytes moved as bytes
         const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
@@ -647,6 +650,16 @@ class Executor {
                           (n.out_min > -std::numeric_limits<float>::infinity() ||
                            n.out_max < std::numeric_limits<float>::infinity());
       const Quant& oq = g_.values[n.output].quant;
+      if (kinds_[i]->run == &run::copy && (prepared_[i].bytes_in & 1)) {  // a Convert of bytes into floats (Reads)
+        const Value& in = g_.values[n.inputs[0]];
+        const fast::MixedOperand a{nullptr, reinterpret_cast<const uint8_t*>(ptr_[n.inputs[0]]), byte_zero(in),
+                                   in.quant.scale, false};
+        float* out = ptr_[n.output];
+        kernels::parallel_elements(shapes_[n.output].numel(), 16, [&](int64_t b, int64_t e) {
+          fast::bytes_to_reals(a, b, e - b, out + b);
+        });
+        continue;
+      }
       if (oq.kind == QuantKind::PerTensor && kinds_[i]->run == &run::copy) {
         // A Clamp, Convert or Copy onto a quantized grid: the copy, the clamp and the rounding in one pass.
         constexpr float kInf = std::numeric_limits<float>::infinity();
