@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <vector>
 
 #include "etrt/kernels/ops/linalg.h"
 #include "kernel_test_util.h"
@@ -163,4 +166,43 @@ TEST_CASE("linear over batched input with and without bias", "[linalg]") {
   REQUIRE(!st);
   CHECK_THAT(st.error().what, Catch::Contains("do not match"));
   CHECK(slots_of("aten::linear.out") == 5);
+}
+
+TEST_CASE("bmm: heads too small for the GEMM to split run on the pool by batch, each as one thread computes it",
+          "[linalg][gemm]") {
+  // vit_b_32's attention products: 12 heads of 50 x 64 x 50, and of 50 x 50 x 64 (transposed second operand).
+  // Split by batch on a worker pool, every head must equal, bit for bit, the product computed alone.
+  const int saved = thread_count().load();
+  thread_count() = 3;
+  WorkerPool pool;
+  for (bool transposed : {false, true}) {
+    const int64_t batch = 12, m = 50, k = transposed ? 50 : 64, n = transposed ? 64 : 50;
+    auto a = rnd<float>(static_cast<size_t>(batch * m * k), 5), b = rnd<float>(static_cast<size_t>(batch * k * n), 6);
+    std::vector<float> out(static_cast<size_t>(batch * m * n), -1.f), one(static_cast<size_t>(m * n));
+    KernelContext ctx;
+    Tensor ta = mk(a, {batch, m, k}), to = mk(out, {batch, m, n});
+    // The second operand as a transposed view when asked: [batch, n, k] data read as [batch, k, n].
+    Tensor tb = transposed ? mk(b, {batch, k, n}, ScalarType::Float, {0, 2, 1}) : mk(b, {batch, k, n});
+    {
+      PoolScope scope(pool);
+      REQUIRE(bmm_out<real_types>(ctx, ta, tb, to));
+    }
+    for (int64_t h = 0; h < batch; ++h) {
+      std::fill(one.begin(), one.end(), 0.f);
+      gemm::gemm<float>(m, n, k, 1.f, {a.data() + h * m * k, k, 1},
+                        transposed ? gemm::MatRef<float>{b.data() + h * k * n, 1, k}
+                                   : gemm::MatRef<float>{b.data() + h * k * n, n, 1},
+                        0.f, one.data(), n, 1);
+      INFO("head " << h << (transposed ? " (transposed)" : ""));
+      CHECK(std::memcmp(one.data(), out.data() + h * m * n, one.size() * sizeof(float)) == 0);
+      const auto want = ref_mm(m, n, k, [&](int64_t i, int64_t p) { return double(a[h * m * k + i * k + p]); },
+                               [&](int64_t p, int64_t j) {
+                                 return double(transposed ? b[h * k * n + j * k + p] : b[h * k * n + p * n + j]);
+                               });
+      double worst = 0;
+      for (int64_t i = 0; i < m * n; ++i) worst = std::max(worst, std::abs(want[i] - out[h * m * n + i]));
+      CHECK(worst < 1e-4);
+    }
+  }
+  thread_count() = saved;
 }

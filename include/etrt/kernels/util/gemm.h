@@ -536,6 +536,9 @@ inline bool gemv_few_rows(int64_t m, int64_t n, int64_t k, float alpha, MatRef<f
 
 }  // namespace detail
 
+/// The multiply-adds from which gemm splits one product across threads.
+inline constexpr int64_t kParallelWork = int64_t{1} << 22;
+
 /// C(m x n) = alpha * A(m x k) * B(k x n) + beta * C, any strides (a transpose is swapped strides). C must not
 /// alias A or B. Single- and double-precision use the blocked kernel; other types the generic loop below.
 template <class T>
@@ -558,7 +561,7 @@ inline void gemm(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T
     if constexpr (std::is_same_v<T, float>)
       if (detail::gemv_few_rows(m, n, k, alpha, A, B, c, rsc, csc)) return;
     // Large products split the columns of C across threads; each thread packs into its own scratch.
-    if (m * n * k >= (int64_t{1} << 22) && n >= 64) {
+    if (m * n * k >= kParallelWork && n >= 64) {
       parallel_for(n, 32, [&](int64_t j0, int64_t j1) {
         detail::blocked(m, j1 - j0, k, alpha, A, MatRef<T>{B.data + j0 * B.cs, B.rs, B.cs}, c + j0 * csc, rsc, csc);
       });
