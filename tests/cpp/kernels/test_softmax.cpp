@@ -1,11 +1,14 @@
 // Tests for _softmax / _log_softmax / softmax.int (include/etrt/kernels/ops/softmax.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "etrt/kernels/ops/softmax.h"
+#include "etrt/kernels/util/parallel.h"
 #include "kernel_test_util.h"
 
 namespace {
@@ -134,4 +137,39 @@ TEST_CASE("softmax wrappers have the schema's slot counts", "[kernels][softmax]"
   CHECK(slots_of("aten::_softmax.out") == 5);
   CHECK(slots_of("aten::_log_softmax.out") == 5);
   CHECK(slots_of("aten::softmax.int_out") == 5);
+}
+
+TEST_CASE("softmax rows split across the pool give each row the bits it gets alone", "[kernels][softmax]") {
+  // vit_b_32's attention: 12 x 50 rows of 50 logits split across a pool's threads; log_softmax splits too.
+  const int saved = thread_count().load();
+  thread_count() = 3;
+  WorkerPool pool;
+  const int64_t rows = 600, n = 50;
+  std::vector<float> x(static_cast<size_t>(rows * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * 6.f;
+  for (bool log : {false, true}) {
+    std::vector<float> y(x.size(), -1.f), one(static_cast<size_t>(n));
+    KernelContext ctx;
+    {
+      PoolScope scope(pool);
+      Tensor a = mk(x, {12, rows / 12, n}), o = mk(y, {12, rows / 12, n});
+      REQUIRE((log ? log_softmax_out<float_types>(ctx, a, -1, false, o)
+                   : softmax_out<float_types>(ctx, a, -1, false, o)));
+    }
+    int wrong = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> xr(x.begin() + r * n, x.begin() + (r + 1) * n);
+      Tensor a = mk(xr, {1, n}), o = mk(one, {1, n});
+      REQUIRE((log ? log_softmax_out<float_types>(ctx, a, 1, false, o)
+                   : softmax_out<float_types>(ctx, a, 1, false, o)));
+      wrong += std::memcmp(one.data(), y.data() + r * n, one.size() * sizeof(float)) != 0;
+    }
+    INFO((log ? "log_softmax" : "softmax"));
+    CHECK(wrong == 0);
+    const std::vector<double> want = ref_softmax(x, {rows, n}, 1, log);
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(want[i] - y[i]));
+    CHECK(worst < 1e-5);
+  }
+  thread_count() = saved;
 }

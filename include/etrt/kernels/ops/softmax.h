@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "etrt/kernels/util/fast_math.h"
+#include "etrt/kernels/util/parallel.h"
 #include "etrt/kernels/util/pointwise_util.h"
 
 namespace etrt::kernels {
@@ -124,6 +125,16 @@ Status softmax_impl(std::string_view op, KernelContext& ctx, const Tensor& self,
         softmax_columns<T, Log>(in.data, y, outer, n, inner);
         return {};
       }
+    }
+    if (identity && d == self.dim() - 1) {  // contiguous rows: split across the pool when there is enough work
+      const int64_t rows = out.numel() / n;
+      const auto run = [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) softmax_row<T, Log>(in.data + r * n, 1, y + r * n, 1, n);
+      };
+      constexpr int64_t kCost = 16;  // an element's exp and passes, in multiply-adds
+      if (rows > 1 && rows * n * kCost >= min_parallel_work()) parallel_for(rows, 1, run);
+      else run(0, rows);
+      return {};
     }
     Shape walk = shape_of(self.sizes());
     walk.sizes[d] = 1;
