@@ -79,9 +79,22 @@ struct PackedB {
   }
 };
 
-/// Floats a packed k x n matrix takes with this CPU's micro-kernel: for memory budgets, before packing.
+/// The isa::level whose micro-kernels a k x n matrix is packed for: this CPU's, but AVX2's for at most 8 columns on
+/// an AVX-512 CPU. The AVX-512 tiles are 32 columns wide, 16 at half width, so a layer of 8 output channels (a small
+/// CNN's first convolution) computed twice the columns it has, and through the buffered store of a narrow panel;
+/// AVX2's half tile is exactly 8 (that stem: 7 us -> Note [packed gemm]).
+inline int packing_level(int64_t n) {
+  const int level = isa::level();
+#ifdef ETRT_ISA_X86
+  if (level >= isa::kAvx512 && n <= 8) return 1;
+#endif
+  (void)n;
+  return level;
+}
+
+/// Floats a packed k x n matrix takes (packing_level's panels): for memory budgets, before packing.
 inline uint64_t packed_b_floats(int64_t k, int64_t n) {
-  const int64_t nr = detail::micro_c_kernels(isa::level()).nr;
+  const int64_t nr = detail::micro_c_kernels(packing_level(n)).nr;
   return static_cast<uint64_t>((n + nr - 1) / nr * nr) * static_cast<uint64_t>(k);
 }
 
@@ -90,7 +103,7 @@ inline Result<PackedB> pack_b(const float* b, int64_t rs, int64_t cs, int64_t k,
   PackedB out;
   out.k = k;
   out.n = n;
-  out.level = isa::level();
+  out.level = packing_level(n);
   out.nr = detail::micro_c_kernels(out.level).nr;
   const uint64_t floats = packed_b_floats(k, n);
   out.data = make_aligned_array<float>(static_cast<size_t>(floats));
