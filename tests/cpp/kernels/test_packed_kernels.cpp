@@ -194,10 +194,12 @@ TEST_CASE("nhwc depthwise convolution: multipliers, strides, padding, bias, clam
   each_level([] {
     // The 3x3 and 5x5 windows with one output per channel take the window body (Note [depthwise interior]) inside,
     // with registers' worth of channels and a tail (40 = 2 x 16 + 8), both strides, and a 9x9 input whose interior
-    // is one pixel wide for 5x5 with this padding.
+    // is one pixel wide for 5x5 with this padding; border pixels of 48 channels end in one register at AVX-512.
     const std::array<int64_t, 7> cases[] = {{32, 1, 3, 1, 1, 13, 11}, {7, 1, 3, 2, 1, 13, 11}, {5, 3, 5, 1, 2, 13, 11},
                                             {48, 1, 3, 2, 1, 13, 11}, {40, 1, 5, 1, 1, 13, 11}, {40, 1, 5, 2, 1, 13, 11},
-                                            {24, 1, 3, 1, 1, 20, 17}, {16, 1, 5, 1, 1, 5, 9}};
+                                            {24, 1, 3, 1, 1, 20, 17}, {16, 1, 5, 1, 1, 5, 9},
+                                            // multiplier 2: registers of outputs from half registers of inputs
+                                            {16, 2, 3, 2, 1, 12, 12}, {9, 2, 3, 1, 1, 13, 11}};
     for (auto [c, mult, k, s, d, h, w] : cases) {
       const nhwc::Geometry g = geometry(2, h, w, c, c * mult, k, s, d, {1, 2, 2, 1});
       REQUIRE(g.valid());

@@ -407,7 +407,8 @@ namespace detail {
 /// Output pixel (n, oh, ow)'s channels [c0, O) of a depthwise convolution with `mult` outputs per input channel. The
 /// taps inside the input are listed first. With one output per channel, two registers of channels at a time then
 /// accumulate over every tap (two independent chains), starting from the bias, and are clamped before the one store;
-/// with several, each output channel reads its input channel c / mult.
+/// with two, a register of outputs reads half a register of inputs, each twice; with more, each output channel
+/// reads its input channel c / mult. Every form adds the taps in the same order as the scalar loop.
 template <int Lanes>
 [[gnu::always_inline]] inline void depthwise_pixel(const Geometry& g, int64_t mult, const float* in,
                                                    const float* filter, const gemm::Epilogue& ep, float* o, int64_t n,
@@ -449,6 +450,40 @@ template <int Lanes>
       }
       store(o + c, a0);
       store(o + c + Lanes, a1);
+    }
+    if (c + Lanes <= O) {  // one register left (O = 16 mod 32 at AVX-512: 16, 48, 80, 112, 144 channels)
+      V a{}, x, w;
+      if (ep.bias) load(a, ep.bias + c);
+      for (int64_t t = 0; t < taps; ++t) {
+        load(x, xs[t] + c);
+        load(w, ws[t] + c);
+        a += x * w;
+      }
+      if (clamp) {
+        a = a < lo ? lo : a;
+        a = a > hi ? hi : a;
+      }
+      store(o + c, a);
+      c += Lanes;
+    }
+  }
+  if (mult == 2) {  // output channels c, c + 1 read input channel c / 2: half a register of inputs, each lane twice
+    for (; c + Lanes <= O; c += Lanes) {
+      V a{}, w;
+      if (ep.bias) load(a, ep.bias + c);
+      for (int64_t t = 0; t < taps; ++t) {
+        vec::Vec<Lanes / 2> half;
+        std::memcpy(&half, xs[t] + c / 2, sizeof half);
+        load(w, ws[t] + c);
+        a += [&]<size_t... L>(std::index_sequence<L...>) {
+          return V(__builtin_shufflevector(half, half, static_cast<int>(L / 2)...));
+        }(std::make_index_sequence<Lanes>{}) * w;
+      }
+      if (clamp) {
+        a = a < lo ? lo : a;
+        a = a > hi ? hi : a;
+      }
+      store(o + c, a);
     }
   }
   for (; c < O; ++c) {
