@@ -52,6 +52,36 @@ TEST_CASE("map_mixed: a scalar operand, a transposed output, dims of size one", 
     for (int64_t k = 0; k < 7; ++k) CHECK(ov[k * 4 + i] == xv[i * 7 + k] - 3.0);
 }
 
+TEST_CASE("map_mixed: a single-element operand on either side of a dense one, its order kept", "[kernels][engine]") {
+  // The flat single-element path: a 0-d tensor and a [1, 1, 1] one, first and second, against a [2, 3, 50] operand
+  // and output of one layout (and a bool result from float operands, as a Scalar comparison computes it).
+  std::vector<float> xv(2 * 3 * 50);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = 0.25f * static_cast<float>(i) - 30.f;
+  std::vector<float> s0{1.5f}, s3{-2.f};
+  Tensor x = mk(xv, {2, 3, 50}), zero_d = mk(s0, {}), ones = mk(s3, {1, 1, 1});
+  for (bool single_first : {false, true})
+    for (const Tensor* single : {&zero_d, &ones}) {
+      const float v = single->data_as<float>()[0];
+      std::vector<float> ov(xv.size(), 99.f);
+      Tensor o = mk(ov, {2, 3, 50});
+      const auto sub = [](float p, float q) { return p - q; };
+      REQUIRE((single_first ? map_elementwise<float, float>("test", o, sub, *single, x)
+                            : map_elementwise<float, float>("test", o, sub, x, *single)));
+      int wrong = 0;
+      for (size_t i = 0; i < xv.size(); ++i) wrong += ov[i] != (single_first ? v - xv[i] : xv[i] - v);
+      INFO("single first " << single_first << ", rank " << single->dim());
+      CHECK(wrong == 0);
+      std::vector<uint8_t> bv(xv.size(), 7);
+      Tensor ob = mk(ScalarType::Bool, {2, 3, 50}, bv.data());
+      const auto less = [](float p, float q) { return p < q; };
+      REQUIRE((single_first ? map_mixed<bool>("test", ob, types<float, float>{}, less, *single, x)
+                            : map_mixed<bool>("test", ob, types<float, float>{}, less, x, *single)));
+      wrong = 0;
+      for (size_t i = 0; i < xv.size(); ++i) wrong += bv[i] != (single_first ? v < xv[i] : xv[i] < v);
+      CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("map_mixed: bool operands are read as bytes on both paths", "[kernels][engine]") {
   // Memory planning may hand a bool tensor bytes another dtype wrote: any nonzero byte reads as true.
   std::vector<uint8_t> bytes{0, 1, 2, 0xff, 0};
