@@ -82,7 +82,7 @@ struct PackedB {
 /// The isa::level whose micro-kernels a k x n matrix is packed for: this CPU's, but AVX2's for at most 8 columns on
 /// an AVX-512 CPU. The AVX-512 tiles are 32 columns wide, 16 at half width, so a layer of 8 output channels (a small
 /// CNN's first convolution) computed twice the columns it has, and through the buffered store of a narrow panel;
-/// AVX2's half tile is exactly 8 (that stem: 7 us -> Note [packed gemm]).
+/// AVX2's half tile is exactly 8 (xnn_cnn's forward, whose stem has 8 output channels: 11.5 -> 11.1 us).
 inline int packing_level(int64_t n) {
   const int level = isa::level();
 #ifdef ETRT_ISA_X86
