@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "etrt/kernels/util/isa.h"
 #include "etrt_generated/portable_kernels.h"
 
 namespace etrt::ktest {
@@ -32,6 +33,18 @@ inline int slots_of(std::string_view name) {
   for (const auto& e : etrt::generated::portable_kernels())
     if (e.name == name) return e.num_slots;
   return -1;
+}
+
+/// Runs f once per micro-kernel level (2 = AVX-512, 1 = AVX2, 0 = baseline; a level the CPU lacks runs as the
+/// highest it has), then restores the automatic choice.
+template <class F>
+void each_level(F&& f) {
+  for (int level : {2, 1, 0}) {
+    kernels::isa::force_level = level;
+    INFO("micro-kernel level " << level);
+    f();
+  }
+  kernels::isa::force_level = -1;
 }
 
 }  // namespace etrt::ktest

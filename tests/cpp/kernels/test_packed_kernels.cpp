@@ -19,9 +19,11 @@
 #include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
 #include "etrt/kernels/util/winograd.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using etrt::ktest::each_level;
 
 namespace {
 
@@ -34,17 +36,6 @@ std::vector<float> random_floats(size_t n, unsigned seed) {
 }
 
 double clamp_ref(double v, float lo, float hi) { return std::min<double>(std::max<double>(v, lo), hi); }
-
-/// Runs f once per micro-kernel level this CPU has (2 = AVX-512, 1 = AVX2, 0 = baseline), then restores auto.
-template <class F>
-void each_level(F&& f) {
-  for (int level : {2, 1, 0}) {
-    isa::force_level = level;
-    INFO("micro-kernel level " << level);
-    f();
-  }
-  isa::force_level = -1;
-}
 
 /// NHWC convolution in double: filter OHWI [O, KH, KW, C / groups].
 std::vector<double> conv_ref(const nhwc::Geometry& g, int64_t groups, const std::vector<float>& in,

@@ -21,18 +21,6 @@ namespace {
 using namespace etrt;
 using namespace etrt::kernels;
 using namespace etrt::ktest;
-
-/// Runs f at each micro-kernel level (2 = AVX-512, 1 = AVX2, 0 = baseline; a level the CPU lacks runs as the
-/// highest it has), then restores the automatic choice.
-template <class F>
-void at_each_level(F&& f) {
-  for (int level : {2, 1, 0}) {
-    isa::force_level = level;
-    INFO("micro-kernel level " << level);
-    f();
-  }
-  isa::force_level = -1;
-}
 }  // namespace
 
 TEST_CASE("vector kernels give a value in a tail the bits they give it in a whole block", "[tails][vec]") {
@@ -58,7 +46,7 @@ TEST_CASE("vector kernels give a value in a tail the bits they give it in a whol
   };
   for (const std::string kernel : {"sigmoid", "SiLU", "SiLU clamped", "sigmoid.out", "gelu.out", "exp_shift_sum"}) {
     INFO(kernel);
-    at_each_level([&] {
+    each_level([&] {
       const auto n = static_cast<int64_t>(x.size());
       std::vector<float> whole(x.size()), tails(x.size());
       run(kernel, whole, 0, n);
