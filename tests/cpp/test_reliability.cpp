@@ -6,6 +6,7 @@
 #include <complex>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "test_support.h"  // the runtime first: the kernel utilities build on its types
 #include "etrt/kernels/kernel.h"
@@ -192,4 +193,22 @@ TEST_CASE("reliability: no tensor is made or resized to sizes whose strides over
   const std::vector<int64_t> byte_overflow = {0, int64_t{1} << 61};
   CHECK_FALSE(etrt::Tensor::make(etrt::ScalarType::Float, byte_overflow, {}, nullptr));
   CHECK(etrt::Tensor::make(etrt::ScalarType::Byte, byte_overflow, {}, nullptr));
+}
+
+TEST_CASE("first_non_bool_byte finds the first byte other than 0 or 1 at every position", "[reliability]") {
+  // Note [bool bytes]: the scan OR-reduces 64-byte blocks before searching one; the index must be the first bad
+  // byte's wherever it sits (in a block, at its edges, in the tail past the last whole block), or n for none.
+  std::vector<uint8_t> bytes(300);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i % 3 == 0);
+  CHECK(etrt::first_non_bool_byte(bytes.data(), bytes.size()) == bytes.size());
+  CHECK(etrt::first_non_bool_byte(bytes.data(), 0) == 0);
+  for (size_t at = 0; at < bytes.size(); ++at)
+    for (uint8_t bad : {uint8_t{2}, uint8_t{0x80}, uint8_t{0xff}}) {
+      std::vector<uint8_t> b = bytes;
+      b[at] = bad;
+      if (at + 7 < b.size()) b[at + 7] = 5;  // a later bad byte must not be the one reported
+      INFO("bad byte " << int(bad) << " at " << at);
+      REQUIRE(etrt::first_non_bool_byte(b.data(), b.size()) == at);
+      REQUIRE(etrt::first_non_bool_byte(b.data(), at) == at);  // a prefix without it: none
+    }
 }
