@@ -195,19 +195,15 @@ TEST_CASE("XNNPACK: the load option's cap bounds a graph's memory", "[xnnpack][r
 TEST_CASE("XNNPACK: fully-connected and convolution nodes run on filters packed at load", "[xnnpack][packed]") {
   for (const char* name : {"xnn_mlp", "xnn_cnn", "xnn_dwsep"}) {
     INFO(name);
-    const Fixture f = first_payload(name);
-    auto g = parse_payload(f.payload, lookup(*f.program));
-    REQUIRE(g.has_value());
-    auto e = Executor::create(std::move(*g));
-    REQUIRE(e.has_value());
+    const auto made = etrt::test::create_executor(name);
     int packed = 0;
-    for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i) {
-      const Node& n = (*e)->graph().nodes[i];
+    for (size_t i = 0; i < made.executor->graph().nodes.size(); ++i) {
+      const Node& n = made.executor->graph().nodes[i];
       const bool filtered = n.kind == node_kind_code("XNNFullyConnected") || n.kind == node_kind_code("XNNConv2d") ||
                             n.kind == node_kind_code("XNNDepthwiseConv2d");
       INFO(n.where());
-      CHECK((*e)->packed_path(i) == filtered);
-      packed += (*e)->packed_path(i);
+      CHECK(made.executor->packed_path(i) == filtered);
+      packed += made.executor->packed_path(i);
     }
     CHECK(packed > 0);
   }
@@ -221,16 +217,12 @@ TEST_CASE("XNNPACK: 3x3 stride-1 convolutions large enough run the Winograd tran
     WARN("ETRT_WINOGRAD is set: the plan is not the default one");
     return;
   }
-  const Fixture f = first_payload("xnn_winograd");
-  auto g = parse_payload(f.payload, lookup(*f.program));
-  REQUIRE(g.has_value());
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("xnn_winograd");
   std::vector<int> tiles;
-  for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i)
-    if ((*e)->graph().nodes[i].kind == node_kind_code("XNNConv2d")) {
-      CHECK((*e)->packed_path(i));
-      tiles.push_back((*e)->winograd_tile(i));
+  for (size_t i = 0; i < made.executor->graph().nodes.size(); ++i)
+    if (made.executor->graph().nodes[i].kind == node_kind_code("XNNConv2d")) {
+      CHECK(made.executor->packed_path(i));
+      tiles.push_back(made.executor->winograd_tile(i));
     }
   CHECK(tiles == std::vector<int>{4, 2, 0});
 }
@@ -240,34 +232,30 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
   // xnn_silu: SiLU after a convolution, a depthwise convolution and a linear layer, once on a value a residual
   // add reads too (two nodes), and once on an add's output (a chain headed by its Sigmoid, Note [xnnpack silu
   // chain]). The numbers are checked against eager by the fixture test above.
-  const Fixture f = first_payload("xnn_silu");
-  auto g = parse_payload(f.payload, lookup(*f.program));
-  REQUIRE(g.has_value());
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("xnn_silu");
   int sigmoids = 0, fused_sigmoids = 0, fused_multiplies = 0, other_fused = 0, chains = 0, in_place = 0;
-  for (size_t i = 0; i < (*e)->graph().nodes.size(); ++i) {
-    const Node& n = (*e)->graph().nodes[i];
+  for (size_t i = 0; i < made.executor->graph().nodes.size(); ++i) {
+    const Node& n = made.executor->graph().nodes[i];
     const bool sigmoid = n.kind == node_kind_code("XNNSigmoid"), multiply = n.kind == node_kind_code("XNNMultiply");
     sigmoids += sigmoid;
-    if (const auto c = (*e)->chain_at(i)) {
+    if (const auto c = made.executor->chain_at(i)) {
       ++chains;
       CHECK((*c)[0] == i);
       CHECK((*c)[1] == i);  // no Convert before it in a float graph, none after it
       CHECK((*c)[3] == SIZE_MAX);
-      CHECK((*e)->runs_in_writer((*c)[2]));
+      CHECK(made.executor->runs_in_writer((*c)[2]));
     }
-    if (!(*e)->runs_in_writer(i)) continue;
-    if (sigmoid && !(*e)->chain_at(i)) {
+    if (!made.executor->runs_in_writer(i)) continue;
+    if (sigmoid && !made.executor->chain_at(i)) {
       // x * sigmoid(x) overwrites x where the Multiply's output is an intermediate: one tensor stored, not two.
-      const Graph& gr = (*e)->graph();
+      const Graph& gr = made.executor->graph();
       const auto mul = std::ranges::find_if(gr.nodes, [&](const Node& m) {
         return m.kind == node_kind_code("XNNMultiply") && std::ranges::count(m.inputs, n.output) == 1;
       });
       REQUIRE(mul != gr.nodes.end());
-      if ((*e)->value_data(mul->output)) {
+      if (made.executor->value_data(mul->output)) {
         ++in_place;
-        CHECK((*e)->value_data(mul->output) == (*e)->value_data(n.inputs[0]));
+        CHECK(made.executor->value_data(mul->output) == made.executor->value_data(n.inputs[0]));
       }
     }
     fused_sigmoids += sigmoid;
@@ -288,12 +276,8 @@ TEST_CASE("XNNPACK: a reshape or copy between float intermediates keeps its inpu
   // layer. A reshape that may not take its input's bytes (an external, a quantized value) keeps its own.
   int aliased = 0;
   for (const char* name : {"xnn_cnn", "xnn_transformer"}) {
-    const Fixture f = first_payload(name);
-    auto g = parse_payload(f.payload, lookup(*f.program));
-    REQUIRE(g.has_value());
-    auto e = Executor::create(std::move(*g));
-    REQUIRE(e.has_value());
-    const Graph& gr = (*e)->graph();
+    const auto made = etrt::test::create_executor(name);
+    const Graph& gr = made.executor->graph();
     for (const Node& n : gr.nodes) {
       if (n.kind != node_kind_code("XNNStaticReshape") && n.kind != node_kind_code("XNNCopy")) continue;
       const Value &in = gr.values[n.inputs[0]], &out = gr.values[n.output];
@@ -301,10 +285,10 @@ TEST_CASE("XNNPACK: a reshape or copy between float intermediates keeps its inpu
       const bool internal = !(in.flags & external) && !(out.flags & external) && in.constant.empty();
       INFO(name << ": node " << n.index);
       if (internal && in.datatype == Datatype::Fp32 && in.quant.kind == QuantKind::None) {
-        CHECK((*e)->value_data(n.output) == (*e)->value_data(n.inputs[0]));
+        CHECK(made.executor->value_data(n.output) == made.executor->value_data(n.inputs[0]));
         ++aliased;
-      } else if ((*e)->value_data(n.output) && (*e)->value_data(n.inputs[0])) {
-        CHECK((*e)->value_data(n.output) != (*e)->value_data(n.inputs[0]));
+      } else if (made.executor->value_data(n.output) && made.executor->value_data(n.inputs[0])) {
+        CHECK(made.executor->value_data(n.output) != made.executor->value_data(n.inputs[0]));
       }
     }
   }

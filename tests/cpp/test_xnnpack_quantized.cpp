@@ -163,21 +163,17 @@ TEST_CASE("XNNPACK quantization: a dequantized filter read only through packed p
           "[xnnpack][quantized]") {
   for (const char* name : kQuantized) {
     INFO(name);
-    const auto f = etrt::test::first_payload(name, "xnnpack_quantized");
-    auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-    REQUIRE(g.has_value());
-    const Graph graph = *g;  // the executor takes the graph; keep a copy to look at its filters
-    auto e = Executor::create(std::move(*g));
-    REQUIRE(e.has_value());
+    const auto made = etrt::test::create_executor(name, "xnnpack_quantized");
+    const Graph& graph = made.graph;
     size_t packed_filters = 0;
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const Node& n = graph.nodes[i];
       if (n.inputs.size() < 2 || n.inputs[1] == kNoValue) continue;
       const Value& w = graph.values[n.inputs[1]];
-      if (!(*e)->packed_path(i) || w.constant.empty() || w.quant.kind == QuantKind::None || n.kind_name == "XNNDepthwiseConv2d")
+      if (!made.executor->packed_path(i) || w.constant.empty() || w.quant.kind == QuantKind::None || n.kind_name == "XNNDepthwiseConv2d")
         continue;
       ++packed_filters;
-      CHECK_FALSE((*e)->holds_float_copy(n.inputs[1]));
+      CHECK_FALSE(made.executor->holds_float_copy(n.inputs[1]));
     }
     // The int8 fully-connected filters stay quantized and are read in blocks; the CNN's convolution filters are
     // dequantized and packed at load.
@@ -189,23 +185,19 @@ TEST_CASE("XNNPACK quantization: a Clamp that alone reads a packed convolution's
           "[xnnpack][quantized]") {
   // mobilenet_v2's ReLU6 after the expanding and the depthwise convolutions (Note [xnnpack block finish]); the ReLU6
   // after the residual add reads a value the next add reads too, and the add does not take the packed path.
-  const auto f = etrt::test::first_payload("q_inverted_residual_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  const Graph graph = *g;
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("q_inverted_residual_xnnpack", "xnnpack_quantized");
+  const Graph& graph = made.graph;
   int fused = 0, separate = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& n = graph.nodes[i];
     if (n.kind_name != "XNNClamp") continue;
-    ++((*e)->runs_in_writer(i) ? fused : separate);
-    if ((*e)->runs_in_writer(i)) {
+    ++(made.executor->runs_in_writer(i) ? fused : separate);
+    if (made.executor->runs_in_writer(i)) {
       const Node* writer = nullptr;
       for (const Node& w : graph.nodes)
         if (w.output == n.inputs[0]) writer = &w;
       REQUIRE(writer != nullptr);
-      CHECK((*e)->packed_path(writer->index));
+      CHECK(made.executor->packed_path(writer->index));
     }
   }
   CHECK(fused == 2);
@@ -216,13 +208,9 @@ TEST_CASE("XNNPACK quantization: a Clamp that alone reads a node's output is fol
           "[xnnpack][quantized]") {
   // Note [xnnpack clamp fusion]: the writer then writes the Clamp's output (its grid) within the Clamp's range, and
   // the value between them is never formed; a Clamp whose input another node reads too stays a node of its own.
-  const auto f = etrt::test::first_payload("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  const Graph before = *g;
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
-  const Graph& after = (*e)->graph();
+  const auto made = etrt::test::create_executor("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
+  const Graph& before = made.graph;
+  const Graph& after = made.executor->graph();
   int folded = 0;
   for (size_t i = 0; i < before.nodes.size(); ++i) {
     const Node& c = before.nodes[i];
@@ -232,7 +220,7 @@ TEST_CASE("XNNPACK quantization: a Clamp that alone reads a node's output is fol
     for (const Node& w : before.nodes)
       if (w.output == c.inputs[0]) writer = w.index;
     REQUIRE(writer != SIZE_MAX);
-    CHECK((*e)->runs_in_writer(i));
+    CHECK(made.executor->runs_in_writer(i));
     CHECK(after.nodes[i].output == kNoValue);
     CHECK(after.nodes[writer].output == c.output);
     CHECK(after.nodes[writer].has_min_max);
@@ -247,44 +235,40 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
   // writes and only such nodes read is bytes; so are the input's: its Convert quantizes the floats straight to bytes
   // (ByteForm::Writes) and its NCHW -> NHWC Transpose moves bytes (ByteForm::Joint), which the stem reads. The
   // output's Transpose moves the last add's bytes too, and its dequantizing Convert reads them (ByteForm::Reads).
-  const auto f = etrt::test::first_payload("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  const Graph graph = *g;
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
+  const Graph& graph = made.graph;
   if (!kernels::qgemm::has_vnni()) {
     // Without VNNI the convolutions multiply in float: no node writes bytes.
-    for (uint32_t id = 0; id < graph.values.size(); ++id) CHECK_FALSE((*e)->holds_bytes(id));
+    for (uint32_t id = 0; id < graph.values.size(); ++id) CHECK_FALSE(made.executor->holds_bytes(id));
     return;
   }
-  const Graph& after = (*e)->graph();
+  const Graph& after = made.executor->graph();
   int bytes = 0, depthwise = 0, adds = 0, transposes = 0, converts_in = 0;
   for (const Node& n : after.nodes) {
     if (n.output == kNoValue) continue;
-    const bool held = (*e)->holds_bytes(n.output);
+    const bool held = made.executor->holds_bytes(n.output);
     bytes += held;
     if (n.kind_name == "XNNDepthwiseConv2d") {
       ++depthwise;
       CHECK(held);
-      CHECK((*e)->holds_bytes(n.inputs[0]));
+      CHECK(made.executor->holds_bytes(n.inputs[0]));
     }
     if (n.kind_name == "XNNAdd") {
       ++adds;
-      CHECK((*e)->holds_bytes(n.inputs[0]));
-      CHECK((*e)->holds_bytes(n.inputs[1]));
+      CHECK(made.executor->holds_bytes(n.inputs[0]));
+      CHECK(made.executor->holds_bytes(n.inputs[1]));
       CHECK(held);
     }
     if (n.kind_name == "XNNConvert") {  // the input's quantizes floats; the output's dequantizes bytes to floats
       const bool quantizes = after.values[n.inputs[0]].quant.kind == QuantKind::None;
       converts_in += quantizes;
       CHECK(held == quantizes);
-      CHECK((*e)->holds_bytes(n.inputs[0]) == !quantizes);
+      CHECK(made.executor->holds_bytes(n.inputs[0]) == !quantizes);
     }
     if (n.kind_name == "XNNStaticTranspose") {
       ++transposes;
       CHECK(held);
-      CHECK((*e)->holds_bytes(n.inputs[0]));
+      CHECK(made.executor->holds_bytes(n.inputs[0]));
     }
   }
   CHECK(depthwise == 4);
@@ -300,32 +284,28 @@ TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and 
   // depthwise convolutions read their convolution's output as bytes; those whose output only convolutions, a
   // depthwise convolution or the residual add read write bytes too; the one the squeeze's pooling and gate read
   // writes floats, and the squeeze's own SiLU (8 values, under kMinBytes) reads and writes floats.
-  const auto f = etrt::test::first_payload("q_efficientnet_stage_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("q_efficientnet_stage_xnnpack", "xnnpack_quantized");
   if (!kernels::qgemm::has_vnni()) return;  // no int8 GEMM: nothing writes bytes
-  const Graph& graph = (*e)->graph();
+  const Graph& graph = made.executor->graph();
   int chains = 0, gates = 0, bytes_in = 0, bytes_out = 0, tabulated = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const auto c = (*e)->chain_at(i);
+    const auto c = made.executor->chain_at(i);
     if (!c) continue;
     const auto [head, sigmoid, multiply, tail] = *c;
     if (sigmoid == multiply) {  // the squeeze's gate: Convert, Sigmoid, Convert; its few values stay floats
       ++gates;
       CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
-      CHECK_FALSE((*e)->chain_tabulated(head));
+      CHECK_FALSE(made.executor->chain_tabulated(head));
       continue;
     }
     ++chains;
-    const bool in = (*e)->holds_bytes(graph.nodes[head].inputs[0]);
-    const bool out = tail != SIZE_MAX && (*e)->holds_bytes(graph.nodes[tail].output);
+    const bool in = made.executor->holds_bytes(graph.nodes[head].inputs[0]);
+    const bool out = tail != SIZE_MAX && made.executor->holds_bytes(graph.nodes[tail].output);
     bytes_in += in;
     bytes_out += out;
     // Bytes in and out: a function of one byte, looked up (the results: pytest's bit-exact comparison with upstream).
-    CHECK((*e)->chain_tabulated(head) == (in && out));
-    tabulated += (*e)->chain_tabulated(head);
+    CHECK(made.executor->chain_tabulated(head) == (in && out));
+    tabulated += made.executor->chain_tabulated(head);
   }
   CHECK(chains == 6);
   CHECK(gates == 1);
@@ -360,16 +340,12 @@ TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, C
   // q_mbconv_xnnpack: efficientnet's SiLU after four convolutions (Note [xnnpack activation chain]); the squeeze-
   // excitation's sigmoid gate multiplies another value: between its Converts it is an elementwise chain. Its outputs
   // are checked against upstream's by the Python fixture tests.
-  const auto f = etrt::test::first_payload("q_mbconv_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  const Graph graph = *g;
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("q_mbconv_xnnpack", "xnnpack_quantized");
+  const Graph& graph = made.graph;
   int chains = 0, tails = 0, sigmoids = 0, gates = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     sigmoids += graph.nodes[i].kind_name == "XNNSigmoid";
-    const auto c = (*e)->chain_at(i);
+    const auto c = made.executor->chain_at(i);
     if (!c) continue;
     const auto [head, sigmoid, multiply, tail] = *c;
     CHECK(graph.nodes[head].kind_name == "XNNConvert");
@@ -378,19 +354,19 @@ TEST_CASE("XNNPACK quantization: a quantized SiLU (Convert, Sigmoid, Multiply, C
       CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
       REQUIRE(tail != SIZE_MAX);
       CHECK(graph.nodes[tail].kind_name == "XNNConvert");
-      for (size_t k : {sigmoid, tail}) CHECK((*e)->runs_in_writer(k));
+      for (size_t k : {sigmoid, tail}) CHECK(made.executor->runs_in_writer(k));
       continue;
     }
     ++chains;
     CHECK(graph.nodes[sigmoid].kind_name == "XNNSigmoid");
     CHECK(graph.nodes[multiply].kind_name == "XNNMultiply");
-    for (size_t k : {sigmoid, multiply}) CHECK((*e)->runs_in_writer(k));
-    CHECK_FALSE((*e)->runs_in_writer(head));
+    for (size_t k : {sigmoid, multiply}) CHECK(made.executor->runs_in_writer(k));
+    CHECK_FALSE(made.executor->runs_in_writer(head));
     if (tail == SIZE_MAX) continue;
     ++tails;
     CHECK(graph.nodes[tail].kind_name == "XNNConvert");
     CHECK(graph.values[graph.nodes[tail].output].quant.kind == QuantKind::PerTensor);
-    CHECK((*e)->runs_in_writer(tail));
+    CHECK(made.executor->runs_in_writer(tail));
   }
   CHECK(sigmoids == 5);
   CHECK(chains == 4);
@@ -403,15 +379,11 @@ TEST_CASE("XNNPACK quantization: GELU and tanh between quantized linear layers r
   // q_gelu_mlp_xnnpack: Linear, GELU, Linear, tanh, Linear, each activation in float between a dequantizing and a
   // quantizing Convert (Note [xnnpack activation chain]); with the int8 GEMM writing and reading bytes, each chain is
   // a lookup of 256 bytes. Its outputs are upstream's bit for bit (pytest).
-  const auto f = etrt::test::first_payload("q_gelu_mlp_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  const Graph graph = *g;
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("q_gelu_mlp_xnnpack", "xnnpack_quantized");
+  const Graph& graph = made.graph;
   std::vector<std::string_view> functions;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const auto c = (*e)->chain_at(i);
+    const auto c = made.executor->chain_at(i);
     if (!c) continue;
     const auto [head, first, last, tail] = *c;
     CHECK(first == last);
@@ -420,8 +392,8 @@ TEST_CASE("XNNPACK quantization: GELU and tanh between quantized linear layers r
     REQUIRE(tail != SIZE_MAX);
     CHECK(graph.nodes[tail].kind_name == "XNNConvert");
     CHECK(graph.values[graph.nodes[tail].output].quant.kind == QuantKind::PerTensor);
-    for (size_t k : {first, tail}) CHECK((*e)->runs_in_writer(k));
-    CHECK((*e)->chain_tabulated(head) == kernels::qgemm::has_vnni());
+    for (size_t k : {first, tail}) CHECK(made.executor->runs_in_writer(k));
+    CHECK(made.executor->chain_tabulated(head) == kernels::qgemm::has_vnni());
   }
   CHECK(functions == std::vector<std::string_view>{"XNNGelu", "XNNTanh"});
 }
@@ -431,20 +403,16 @@ TEST_CASE("XNNPACK quantization: a SiLU after a dynamically quantized linear lay
   // q_silu_mlp_dynamic_xnnpack: the integer kernels write the linear layer's float output without a block finish,
   // so the SiLU after it is a chain headed by its Sigmoid (Note [xnnpack activation chain]); checked against upstream's
   // outputs by the Python fixture tests.
-  const auto f = etrt::test::first_payload("q_silu_mlp_dynamic_xnnpack", "xnnpack_quantized");
-  auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-  REQUIRE(g.has_value());
-  const Graph graph = *g;
-  auto e = Executor::create(std::move(*g));
-  REQUIRE(e.has_value());
+  const auto made = etrt::test::create_executor("q_silu_mlp_dynamic_xnnpack", "xnnpack_quantized");
+  const Graph& graph = made.graph;
   int chains = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const auto c = (*e)->chain_at(i);
+    const auto c = made.executor->chain_at(i);
     if (!c) continue;
     ++chains;
     CHECK(graph.nodes[i].kind_name == "XNNSigmoid");
     CHECK((*c)[3] == SIZE_MAX);
-    CHECK((*e)->runs_in_writer((*c)[2]));
+    CHECK(made.executor->runs_in_writer((*c)[2]));
     for (const Node& w : graph.nodes)
       if (w.output == graph.nodes[i].inputs[0]) CHECK(w.kind_name == "XNNFullyConnected");
   }
@@ -762,21 +730,17 @@ TEST_CASE("XNNPACK quantization: convolutions of int8 grids by int8 filters run 
     const bool vnni = kernels::qgemm::has_vnni();
     for (const char* name : {"q_cnn_static_xnnpack", "q_inverted_residual_xnnpack", "q_mlp_static_xnnpack"}) {
       INFO(name << " level " << kernels::isa::level());
-      const auto f = etrt::test::first_payload(name, "xnnpack_quantized");
-      auto g = parse_payload(f.payload, etrt::test::lookup(*f.program));
-      REQUIRE(g.has_value());
-      const Graph graph = *g;
-      auto e = Executor::create(std::move(*g));
-      REQUIRE(e.has_value());
+      const auto made = etrt::test::create_executor(name, "xnnpack_quantized");
+      const Graph& graph = made.graph;
       int int8_nodes = 0, convolutions = 0;
       for (size_t i = 0; i < graph.nodes.size(); ++i) {
         const Node& n = graph.nodes[i];
         if (n.kind_name == "XNNConv2d") ++convolutions;
-        if (!(*e)->int8_path(i)) continue;
+        if (!made.executor->int8_path(i)) continue;
         ++int8_nodes;
         CHECK((n.kind_name == "XNNConv2d" || n.kind_name == "XNNFullyConnected"));
-        CHECK((*e)->packed_path(i));
-        CHECK_FALSE((*e)->holds_float_copy(n.inputs[1]));
+        CHECK(made.executor->packed_path(i));
+        CHECK_FALSE(made.executor->holds_float_copy(n.inputs[1]));
       }
       if (!vnni) CHECK(int8_nodes == 0);
       else if (convolutions > 0) CHECK(int8_nodes >= convolutions);

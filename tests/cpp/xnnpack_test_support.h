@@ -44,4 +44,27 @@ inline xnnpack::NamedDataLookup lookup(const Program& p) {
   return [&p](std::string_view key) { return p.named_data(key); };
 }
 
+/// A fixture's first payload parsed and made into an executor. `graph` is the parsed graph as the file wrote it
+/// (the executor takes its own copy and may rewrite it); the fixture is kept because the executor reads the
+/// program's named data in place.
+struct Created {
+  Fixture fixture;
+  xnnpack::Graph graph;
+  std::unique_ptr<xnnpack::Executor> executor;
+};
+
+inline Created create_executor(const std::string& name, const std::string& dir = "xnnpack") {
+  Created c;
+  c.fixture = first_payload(name, dir);
+  auto g = xnnpack::parse_payload(c.fixture.payload, lookup(*c.fixture.program));
+  INFO(name << ": " << (g ? std::string() : g.error().what));
+  REQUIRE(g.has_value());
+  c.graph = *g;
+  auto e = xnnpack::Executor::create(std::move(*g));
+  INFO(name << ": " << (e ? std::string() : e.error().what));
+  REQUIRE(e.has_value());
+  c.executor = std::move(*e);
+  return c;
+}
+
 }  // namespace etrt::test
