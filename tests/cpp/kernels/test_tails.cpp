@@ -62,3 +62,24 @@ TEST_CASE("vector kernels give a value in a tail the bits they give it in a whol
     });
   }
 }
+
+TEST_CASE("dispatch_lanes gives a body one register's floats at each level", "[tails][vec]") {
+  // Note [vector lanes per level]: a Vec wider than the level's registers compares and selects one lane at a time.
+  each_level([] {
+    const int lanes = isa::dispatch_lanes([]<int L>() ETRT_ISA_INLINE { return L; });
+#ifdef ETRT_ISA_X86
+    const int expected = isa::level() >= isa::kAvx512 ? 16 : isa::level() == isa::kAvx2 ? 8 : 4;
+#else
+    const int expected = 4;  // NEON's 128-bit registers
+#endif
+    CHECK(lanes == expected);
+    // sigmoid_blocks takes whole blocks of that width: 16 values as 16 / L calls of L give sigmoid_all's bits.
+    std::vector<float> x(16), y(16), z(16);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = -4.f + 0.5f * static_cast<float>(i);
+    sigmoid_all(x.data(), y.data(), 16, [](const auto& v) ETRT_ISA_INLINE { return v; });
+    isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
+      for (int i = 0; i < 16; i += L) sigmoid_blocks(x.data() + i, z.data() + i, L, [](const auto& v) ETRT_ISA_INLINE { return v; });
+    });
+    CHECK(std::memcmp(y.data(), z.data(), sizeof(float) * 16) == 0);
+  });
+}

@@ -64,14 +64,15 @@ struct AsIs {
   [[gnu::always_inline]] T operator()(T v) const { return v; }
 };
 
-/// o[i] = out(op(a[i], b[i])) for i < n, where a or b may be a single value repeated (a_step / b_step 0), 16 lanes
-/// at a time. Spelled in vectors: the module's -O2 leaves a loop of unknown trip count scalar.
-template <class Op, class Out>
+/// o[i] = out(op(a[i], b[i])) for i < n, where a or b may be a single value repeated (a_step / b_step 0), L lanes
+/// at a time (Note [vector lanes per level]). Spelled in vectors: the module's -O2 leaves a loop of unknown trip
+/// count scalar.
+template <int L, class Op, class Out>
 [[gnu::always_inline]] inline void map2(const float* a, int a_step, const float* b, int b_step, float* o, int64_t n,
                                         Op op, Out out) {
-  using V = kernels::vec::Vec<16>;
+  using V = kernels::vec::Vec<L>;
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+  for (; i + L <= n; i += L) {
     V va, vb;
     if (a_step) kernels::vec::load(va, a + i);
     else va = V{} + a[0];
@@ -99,10 +100,10 @@ inline int64_t repeated_suffix(const ValueShape& part, const ValueShape& full) {
 
 /// x = grid(x) over n values: a node's quantized output rounded while the block just written is in cache.
 inline void round_onto(const OutGrid& grid, float* x, int64_t n) {
-  kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
-    using V = kernels::vec::Vec<16>;
+  kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
+    using V = kernels::vec::Vec<L>;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    for (; i + L <= n; i += L) {
       V v;
       kernels::vec::load(v, x + i);
       kernels::vec::store(x + i, grid(v));
@@ -129,8 +130,8 @@ inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, c
     kernels::parallel_elements(n, 1, [&](int64_t i0, int64_t i1) {
       for (int64_t b0 = i0; b0 < i1; b0 += kBlock) {
         const int64_t len = std::min(kBlock, i1 - b0);
-        kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
-          map2(a + b0 * a_step, a_step, b + b0 * b_step, b_step, o + b0, len, op, AsIs{});
+        kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
+          map2<L>(a + b0 * a_step, a_step, b + b0 * b_step, b_step, o + b0, len, op, AsIs{});
         });
         if (grid) round_onto(*grid, o + b0, len);
       }
@@ -142,10 +143,10 @@ inline bool binary(const ValueShape& as, const float* a, const ValueShape& bs, c
   kernels::parallel_elements(n / inner, inner, [&](int64_t r0, int64_t r1) {
     for (int64_t g0 = r0; g0 < r1; g0 += group) {
       const int64_t g1 = std::min(r1, g0 + group);
-      kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
+      kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
         for (int64_t r = g0 * inner; r < g1 * inner; r += inner) {
-          if (a_full) map2(a + r, 1, b, 1, o + r, inner, op, AsIs{});
-          else map2(a, 1, b + r, 1, o + r, inner, op, AsIs{});
+          if (a_full) map2<L>(a + r, 1, b, 1, o + r, inner, op, AsIs{});
+          else map2<L>(a, 1, b + r, 1, o + r, inner, op, AsIs{});
         }
       });
       if (grid) round_onto(*grid, o + g0 * inner, (g1 - g0) * inner);
@@ -169,12 +170,12 @@ inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float
     return kernels::vec::round_small(kernels::vec::clamped(kernels::vec::clamped(x, grid.lo, grid.hi) * grid.inv,
                                                            grid.qlo, grid.qhi)) + o_zero;
   };
-  kernels::isa::dispatch([&, v, n, o, byte]() ETRT_ISA_INLINE {
+  kernels::isa::dispatch_lanes([&, v, n, o, byte]<int L>() ETRT_ISA_INLINE {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      kernels::vec::Vec<16> x;
+    for (; i + L <= n; i += L) {
+      kernels::vec::Vec<L> x;
       kernels::vec::load(x, v + i);
-      kernels::vec::store_bytes<16>(o + i, byte(x));
+      kernels::vec::store_bytes<L>(o + i, byte(x));
     }
     for (; i < n; ++i) {
       const float b = byte(v[i]);
@@ -238,10 +239,10 @@ struct MixedOperand {
   float zero = 0.f, scale = 1.f;
   bool row = false;
 
-  template <class V>
-  [[gnu::always_inline]] V load16(int64_t i) const {
-    if (b) return (kernels::vec::load_bytes<16>(b + i) - zero) * scale;
-    V v;
+  template <int L>
+  [[gnu::always_inline]] kernels::vec::Vec<L> load(int64_t i) const {
+    if (b) return (kernels::vec::load_bytes<L>(b + i) - zero) * scale;
+    kernels::vec::Vec<L> v;
     kernels::vec::load(v, f + i);
     return v;
   }
@@ -252,10 +253,9 @@ struct MixedOperand {
 
 /// out[i] = the real number of byte a.b[i0 + i], for i < n (one thread; `a` holds bytes).
 inline void bytes_to_reals(MixedOperand a, int64_t i0, int64_t n, float* out) {
-  kernels::isa::dispatch([&, a, i0, n, out]() ETRT_ISA_INLINE {
-    using V = kernels::vec::Vec<16>;
+  kernels::isa::dispatch_lanes([&, a, i0, n, out]<int L>() ETRT_ISA_INLINE {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) kernels::vec::store(out + i, a.load16<V>(i0 + i));
+    for (; i + L <= n; i += L) kernels::vec::store(out + i, a.template load<L>(i0 + i));
     for (; i < n; ++i) out[i] = a.load1(i0 + i);
   });
 }
@@ -329,15 +329,15 @@ inline void binary_mixed(MixedOperand a, MixedOperand b, int64_t rows, int64_t i
     if (a.b && b.b && ob && kernels::isa::level() >= kernels::isa::kAvx512)
       return binary_bytes_avx512(a, b, inner, op, out, ob, o_zero, e0, e1);
 #endif
-    kernels::isa::dispatch([&, a, b, of, ob, op, finish, inner, o_zero, scale = out.scale]() ETRT_ISA_INLINE {
-      using V = kernels::vec::Vec<16>;
+    kernels::isa::dispatch_lanes([&, a, b, of, ob, op, finish, inner, o_zero, scale = out.scale]<int L>() ETRT_ISA_INLINE {
+      using V = kernels::vec::Vec<L>;
       for (int64_t e = e0; e < e1;) {
         const int64_t j0 = e % inner, end = std::min(e1, e - j0 + inner);  // this row's part of [e0, e1)
         const int64_t ia = a.row ? j0 - e : 0, ib = b.row ? j0 - e : 0;    // operand index = element + offset
         int64_t i = e;
-        for (; i + 16 <= end; i += 16) {
-          const V q = finish(op(a.load16<V>(i + ia), b.load16<V>(i + ib)));
-          if (ob) kernels::vec::store_bytes<16>(ob + i, q + o_zero);
+        for (; i + L <= end; i += L) {
+          const V q = finish(op(a.template load<L>(i + ia), b.template load<L>(i + ib)));
+          if (ob) kernels::vec::store_bytes<L>(ob + i, q + o_zero);
           else kernels::vec::store(of + i, q * scale);
         }
         for (; i < end; ++i) {

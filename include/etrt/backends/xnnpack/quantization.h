@@ -27,22 +27,22 @@ namespace detail {
 using kernels::vec::clamped;
 using kernels::vec::grid_point;
 
-/// out[i] = step(in[i]) (in may be out), 16 lanes at a time, then 8, then the tail one by one; step takes a Vec<16>,
-/// a Vec<8> or a float. Spelled in vectors because the module's -O2 leaves a loop of unknown trip count scalar (the
-/// rounding was 45% of a PT2E int8 mobilenet_v2's time). 16 lanes: one AVX-512 register, two AVX2 ones.
-template <class Step>
+/// out[i] = step(in[i]) (in may be out), L lanes at a time (one register: Note [vector lanes per level]), then L / 2,
+/// then the tail one by one; step takes a Vec of either width or a float. Spelled in vectors because the module's
+/// -O2 leaves a loop of unknown trip count scalar (the rounding was 45% of a PT2E int8 mobilenet_v2's time).
+template <int L, class Step>
 [[gnu::always_inline]] inline void map_floats(const float* in, float* out, int64_t n, Step step) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    kernels::vec::Vec<16> v;
+  for (; i + L <= n; i += L) {
+    kernels::vec::Vec<L> v;
     kernels::vec::load(v, in + i);
     kernels::vec::store(out + i, step(v));
   }
-  if (i + 8 <= n) {
-    kernels::vec::Vec<8> v;
+  if (i + L / 2 <= n) {
+    kernels::vec::Vec<L / 2> v;
     kernels::vec::load(v, in + i);
     kernels::vec::store(out + i, step(v));
-    i += 8;
+    i += L / 2;
   }
   for (; i < n; ++i) out[i] = step(in[i]);
 }
@@ -63,8 +63,8 @@ inline void fake_quantize(const float* in, float* out, int64_t n, float scale, i
     return;
   }
   // All levels: the packed nodes' block finish runs this on blocks still in cache, where arithmetic bounds it.
-  kernels::isa::dispatch([&]() ETRT_ISA_INLINE {
-    detail::map_floats(in, out, n, [&](auto v) ETRT_ISA_INLINE {
+  kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
+    detail::map_floats<L>(in, out, n, [&](auto v) ETRT_ISA_INLINE {
       return detail::grid_point(detail::clamped(v, lo, hi), inv, qlo, qhi, scale);
     });
   });
@@ -87,8 +87,8 @@ inline void fake_requantize(const float* in, float* out, int64_t n, const Grid& 
     return;
   }
   const float inv_a = 1.f / a.scale, inv_b = 1.f / b.scale;
-  kernels::isa::dispatch([&]() ETRT_ISA_INLINE {  // on blocks in cache, as fake_quantize
-    detail::map_floats(in, out, n, [&](auto v) ETRT_ISA_INLINE {
+  kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {  // on blocks in cache, as fake_quantize
+    detail::map_floats<L>(in, out, n, [&](auto v) ETRT_ISA_INLINE {
       const auto on_a = detail::grid_point(v, inv_a, qlo_a, qhi_a, a.scale);
       return detail::grid_point(detail::clamped(on_a, lo, hi), inv_b, qlo_b, qhi_b, b.scale);
     });
@@ -156,7 +156,7 @@ inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParam
     const float scale = 1.f / p.inv_scale;
     const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
     kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
-      detail::map_floats(x + at, x + at, row, [&](auto v) ETRT_ISA_INLINE {
+      detail::map_floats<8>(x + at, x + at, row, [&](auto v) ETRT_ISA_INLINE {
         return detail::grid_point(v, p.inv_scale, qlo, qhi, scale);
       });
     });

@@ -28,10 +28,10 @@ Status gelu_out(KernelContext& ctx, const Tensor& self, std::string_view approxi
       const float* x = self.data_as<float>();
       float* y = out.data_as<float>();
       const auto run = [&](int64_t i0, int64_t i1) {
-        isa::dispatch([&]() ETRT_ISA_INLINE {
-          using V = vec::Vec<16>;
+        isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
+          using V = vec::Vec<L>;
           int64_t i = i0;
-          for (; i + 16 <= i1; i += 16) {
+          for (; i + L <= i1; i += L) {
             V v, g;
             vec::load(v, x + i);
             vec::gelu_erf(g, v);
@@ -41,7 +41,7 @@ Status gelu_out(KernelContext& ctx, const Tensor& self, std::string_view approxi
           // The tail as one more block on a padded copy: a scalar tail rounds differently from the blocks once the
           // compiler fuses their multiply-adds (GCC does from -O2 on where the target has FMA), and the same x
           // would give results an ulp apart by where it sits.
-          float xt[16] = {}, yt[16];
+          float xt[L] = {}, yt[L];
           std::copy(x + i, x + i1, xt);
           V v, g;
           vec::load(v, xt);

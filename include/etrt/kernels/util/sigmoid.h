@@ -64,17 +64,17 @@ template <bool kTimesX, class Out>
 #pragma GCC diagnostic pop
 #endif
 
-/// y[i] = out(sigmoid(x[i])), or out(x[i] * sigmoid(x[i])) with kTimesX, for the whole 16-lane blocks of [0, n);
-/// returns how many it did.
+/// y[i] = out(sigmoid(x[i])), or out(x[i] * sigmoid(x[i])) with kTimesX, for the whole blocks of [0, n) (16 lanes
+/// at AVX-512, fewer below: Note [vector lanes per level]); returns how many it did.
 template <bool kTimesX, class Out>
 inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& out) {
 #ifdef ETRT_ISA_X86
   if (isa::level() >= isa::kAvx512) return logistic_blocks_avx512<kTimesX>(x, y, n, out);
 #endif
-  return isa::dispatch([&]() ETRT_ISA_INLINE {
-    using V = vec::Vec<16>;
+  return isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
+    using V = vec::Vec<L>;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    for (; i + L <= n; i += L) {
       V v;
       vec::load(v, x + i);
       // e^-v as vec::exp computes it inside its finite range, without its selects for the ends: -v is clamped
@@ -84,7 +84,7 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
       t = t > vec::kExpLo ? t : vec::kExpLo;  // a NaN compares false: the integer conversion below sees a finite value
       t = t < vec::kExpHi ? t : vec::kExpHi;
       V e;
-      vec::exp_in_range<16>(e, t);
+      vec::exp_in_range<L>(e, t);
       V s = 1.0f / (1.0f + e);
       s = v < -vec::kExpHi ? V{} : s;  // e^-v overflows: vec::exp's inf, 1 / inf
       if constexpr (kTimesX) {
@@ -99,14 +99,15 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
 }
 }  // namespace detail
 
-/// y[i] = out(sigmoid(x[i])) for the whole 16-lane blocks of [0, n); returns how many it did (the caller finishes
-/// the tail with its scalar form). `out` maps a Vec<16> (the identity, or a rounding onto a grid).
+/// y[i] = out(sigmoid(x[i])) for the whole blocks of [0, n) (logistic_blocks'); returns how many it did (the caller
+/// finishes the tail: blocks_with_padded_tail). `out` maps a Vec of any width (the identity, or a rounding onto a
+/// grid).
 template <class Out>
 inline int64_t sigmoid_blocks(const float* x, float* y, int64_t n, const Out& out) {
   return detail::logistic_blocks<false>(x, y, n, out);
 }
 
-/// y[i] = out(x[i] * sigmoid(x[i])) for the whole 16-lane blocks of [0, n), as sigmoid_blocks then a multiply
+/// y[i] = out(x[i] * sigmoid(x[i])) for the whole blocks of [0, n), as sigmoid_blocks then a multiply
 /// would give it (the same roundings in the same order); returns how many it did.
 template <class Out>
 inline int64_t silu_blocks(const float* x, float* y, int64_t n, const Out& out) {
