@@ -271,9 +271,29 @@ def xnnpack(pl, rounds=3):
             print(f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream n/a{flops}")
 
 
+def measured_fma_peak(wide):
+    """One core's f32 FMA GFLOP/s as bench/fma_peak.cpp measures it (512-bit FMAs if `wide`), or None where it cannot
+    be built and run (no C++ compiler, not x86-64)."""
+    import platform, shutil, tempfile
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx or platform.machine() not in ("x86_64", "AMD64"):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "fma_peak")
+        src = pathlib.Path(__file__).resolve().parent / "fma_peak.cpp"
+        if subprocess.run([cxx, "-O2", "-std=c++20", str(src), "-o", exe], capture_output=True).returncode != 0:
+            return None
+        run = subprocess.run([exe, "zmm" if wide else "ymm"], capture_output=True, text=True)
+        try:
+            return float(run.stdout.strip()) if run.returncode == 0 else None
+        except ValueError:
+            return None
+
+
 def fma_peak_gflops(pl):
-    """One core's f32 FMA peak: FLOP per cycle of the instruction set that runs (two FMA pipes: 32 with 256-bit
-    vectors, 64 with 512-bit ones) times the clock /proc/cpuinfo reports."""
+    """One core's f32 FMA peak at the instruction set that runs: measured (measured_fma_peak), else FLOP per cycle
+    (two FMA pipes: 32 with 256-bit vectors, 64 with 512-bit ones, 32 for Zen 4's 512-bit FMAs on its two 256-bit
+    pipes) times the clock /proc/cpuinfo reports, which in a virtual machine may be the base clock."""
     mhz = 0.0
     amd_zen4 = False
     try:
@@ -287,11 +307,13 @@ def fma_peak_gflops(pl):
     except OSError:
         pass
     isa = pl._cpu_isa() if hasattr(pl, "_cpu_isa") else "avx2"
-    # amx and avx512vnni are AVX-512 levels too: their f32 FMAs are 512-bit, two a cycle on Intel; Zen 4 runs a
-    # 512-bit FMA on its two 256-bit pipes, one a cycle.
+    # amx and avx512vnni are AVX-512 levels too.
     wide = isa.startswith("avx512") or isa == "amx"
+    measured = measured_fma_peak(wide) if wide or isa.startswith("avx2") else None
+    if measured:
+        return measured, isa, f"measured by bench/fma_peak.cpp, {'512' if wide else '256'}-bit FMAs"
     per_cycle = 32 if wide and amd_zen4 else 64 if wide else 32 if isa.startswith("avx2") else 8
-    return per_cycle * mhz / 1e3, isa, mhz
+    return per_cycle * mhz / 1e3, isa, f"{mhz:.0f} MHz as /proc/cpuinfo reports it"
 
 
 def gemm(pl):
@@ -301,10 +323,8 @@ def gemm(pl):
         for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # let OpenBLAS pick its own kernels for this command
             env.pop(k, None)
         return subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "gemm"], env=env).returncode
-    peak, isa, mhz = fma_peak_gflops(pl)
-    print(f"== f32 GEMM a @ b, one thread, ours ({isa}) vs NumPy (OpenBLAS); core peak {peak:.1f} GFLOP/s"
-          f" ({mhz:.0f} MHz as /proc/cpuinfo reports it: a virtual machine may show its base clock, below the boost"
-          f" the core runs at, and then a fraction above 100%)")
+    peak, isa, how = fma_peak_gflops(pl)
+    print(f"== f32 GEMM a @ b, one thread, ours ({isa}) vs NumPy (OpenBLAS); core peak {peak:.1f} GFLOP/s ({how})")
     rng = np.random.default_rng(0)
     for n in (64, 256, 1024):
         m = pl._load_for_executorch(str(MODELS / f"mm_{n}.pte"))
