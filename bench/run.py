@@ -14,7 +14,10 @@
    `python bench/run.py xnnpack` runs this part alone (`python bench/run.py portable` runs parts 1 and 2,
    `python bench/run.py llm` part 3).
 5. GEMM: f32 a @ b at 64, 256 and 1024 cubed (bench/models/mm_*.pte) on one thread, GFLOP/s as a fraction of the
-   core's FMA peak and against NumPy's OpenBLAS on one thread (`python bench/run.py gemm`).
+   core's FMA peak (measured by bench/fma_peak.cpp) and against NumPy's OpenBLAS on one thread
+   (`python bench/run.py gemm`). `python bench/run.py gemm_shapes` (not in the default run; needs a C++ compiler)
+   runs the packed GEMM on mobilenet_v2's pointwise layer shapes (bench/gemm_shapes.cpp), hot in cache, on one
+   thread and on all cores: what the network's GEMMs can reach, against the same FMA peak.
 6. Memory: peak RSS of loading and running mobilenet_v2 lowered to XNNPACK, ours against upstream, each in a fresh
    process (`python bench/run.py rss`).
 7. Overhead: forward() on the tiny add fixture, NumPy and torch inputs, ExecuTorchResult and torch outputs, clone on
@@ -342,6 +345,30 @@ def gemm(pl):
     return 0
 
 
+def gemm_shapes(pl):
+    """bench/gemm_shapes.cpp compiled against this checkout's headers, run on one thread and on all cores."""
+    import shutil
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        print("== gemm_shapes: no C++ compiler found (set CXX)")
+        return 1
+    peak, isa, how = fma_peak_gflops(pl)
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "gemm_shapes")
+        src = pathlib.Path(__file__).resolve().parent / "gemm_shapes.cpp"
+        build = subprocess.run([cxx, "-O2", "-std=c++20", "-Wno-psabi", "-falign-loops=32", f"-I{ROOT / 'include'}",
+                                str(src), "-o", exe, "-pthread"], capture_output=True, text=True)
+        if build.returncode != 0:
+            print(build.stderr[-2000:])
+            return 1
+        for threads in (1, os.cpu_count() or 1):
+            print(f"== packed f32 GEMM on mobilenet_v2's pointwise shapes (m x k x n, count), ReLU6 epilogue, {threads}"
+                  f" thread(s), {isa}; core peak {peak:.1f} GFLOP/s ({how}), {threads * peak:.1f} for {threads}")
+            sys.stdout.flush()
+            subprocess.run([exe, str(threads)], check=False)
+    return 0
+
+
 RSS_CODE = r"""
 import resource, sys, numpy as np
 from executorch.extension.pybindings import portable_lib as pl
@@ -464,6 +491,8 @@ def main():
         return gemm(pl)
     if sys.argv[1:] == ["rss"]:
         return rss(pl)
+    if sys.argv[1:] == ["gemm_shapes"]:
+        return gemm_shapes(pl)
     if sys.argv[1:] == ["portable"]:
         kernels(pl)
         zoo(pl)
