@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "etrt/kernels/util/nhwc_pool.h"
+#include "kernel_test_util.h"
 
 using namespace etrt;
 using namespace etrt::kernels;
+using etrt::ktest::each_level;
 
 TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed][pool]") {
   struct Case {
@@ -23,46 +25,49 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
                         {1, 8, 8, 19, 3, 1, 2, 0, 1, 2, 1},     // dilated, asymmetric
                         {1, 3, 3, 5, 2, 1, 1, 2, 2, 2, 2},      // windows entirely in the padding
                         {1, 11, 10, 9, 9, 1, 1, 0, 0, 0, 0}};   // 81 taps: more than the tap list holds
-  for (const Case& t : cases) {
-    nhwc::Geometry g;
-    g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;
-    g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
-    g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, t.d);
-    g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, t.d);
-    REQUIRE(g.valid());
-    std::mt19937 rng(3);
-    std::uniform_real_distribution<float> u(-5, 5);
-    std::vector<float> in(static_cast<size_t>(g.N * g.H * g.W * g.C));
-    for (auto& v : in) v = u(rng);
-    in[5] = std::nanf("");  // pixel (0, 0, 0): channel 5
-    std::vector<float> out(static_cast<size_t>(g.N * g.OH * g.OW * g.C), 123.f);
-    nhwc::max_pool(g, in.data(), out.data());
-    INFO("H " << g.H << " C " << g.C << " k " << t.k << " s " << t.s << " d " << t.d);
-    int nans = 0;
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        for (int64_t ow = 0; ow < g.OW; ++ow)
-          for (int64_t c = 0; c < g.C; ++c) {
-            float m = -std::numeric_limits<float>::infinity();
-            bool nan = false;
-            for (int64_t kh = 0; kh < t.k; ++kh)
-              for (int64_t kw = 0; kw < t.k; ++kw) {
-                const int64_t ih = oh * t.s - t.pt + kh * t.d, iw = ow * t.s - t.pl + kw * t.d;
-                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-                const float x = in[((n * g.H + ih) * g.W + iw) * g.C + c];
-                nan = nan || std::isnan(x);
-                m = std::max(m, x);
+  // At every level: each runs its own register width (Note [vector lanes per level]).
+  each_level([&] {
+    for (const Case& t : cases) {
+      nhwc::Geometry g;
+      g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;
+      g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
+      g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, t.d);
+      g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, t.d);
+      REQUIRE(g.valid());
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> u(-5, 5);
+      std::vector<float> in(static_cast<size_t>(g.N * g.H * g.W * g.C));
+      for (auto& v : in) v = u(rng);
+      in[5] = std::nanf("");  // pixel (0, 0, 0): channel 5
+      std::vector<float> out(static_cast<size_t>(g.N * g.OH * g.OW * g.C), 123.f);
+      nhwc::max_pool(g, in.data(), out.data());
+      INFO("H " << g.H << " C " << g.C << " k " << t.k << " s " << t.s << " d " << t.d);
+      int nans = 0;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          for (int64_t ow = 0; ow < g.OW; ++ow)
+            for (int64_t c = 0; c < g.C; ++c) {
+              float m = -std::numeric_limits<float>::infinity();
+              bool nan = false;
+              for (int64_t kh = 0; kh < t.k; ++kh)
+                for (int64_t kw = 0; kw < t.k; ++kw) {
+                  const int64_t ih = oh * t.s - t.pt + kh * t.d, iw = ow * t.s - t.pl + kw * t.d;
+                  if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                  const float x = in[((n * g.H + ih) * g.W + iw) * g.C + c];
+                  nan = nan || std::isnan(x);
+                  m = std::max(m, x);
+                }
+              const float got = out[((n * g.OH + oh) * g.OW + ow) * g.C + c];
+              if (nan) {
+                ++nans;
+                REQUIRE(std::isnan(got));
+              } else {
+                REQUIRE(got == m);
               }
-            const float got = out[((n * g.OH + oh) * g.OW + ow) * g.C + c];
-            if (nan) {
-              ++nans;
-              REQUIRE(std::isnan(got));
-            } else {
-              REQUIRE(got == m);
             }
-          }
-    CHECK(nans > 0);
-  }
+      CHECK(nans > 0);
+    }
+  });
 }
 
 TEST_CASE("nhwc global average pool: tails, long sums, NaN and infinity, against a double reference", "[nhwc][pool]") {

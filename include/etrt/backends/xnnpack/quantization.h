@@ -149,14 +149,14 @@ inline void fake_quantize_dynamic(float* x, int64_t n, int64_t row, DynamicParam
   if (row <= 0) return;
   for (int64_t at = 0; at + row <= n; at += row) {
     float lo, hi;
-    kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE { detail::row_range<8>(x + at, row, lo, hi); });
+    kernels::isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE { detail::row_range<L>(x + at, row, lo, hi); });
     const DynamicParams p = dynamic_params(lo, hi);
     if (params) params[at / row] = p;
     if (!round_values) continue;
     const float scale = 1.f / p.inv_scale;
     const float qlo = static_cast<float>(-128 - p.zero_point), qhi = static_cast<float>(127 - p.zero_point);
-    kernels::isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
-      detail::map_floats<8>(x + at, x + at, row, [&](auto v) ETRT_ISA_INLINE {
+    kernels::isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {
+      detail::map_floats<L>(x + at, x + at, row, [&](auto v) ETRT_ISA_INLINE {
         return detail::grid_point(v, p.inv_scale, qlo, qhi, scale);
       });
     });

@@ -156,22 +156,23 @@ inline decltype(auto) dispatch(F&& body) {
 /// lowers a generic vector wider than the target's registers by halves for arithmetic, but its comparisons and
 /// selects (`v < lo ? lo : v`, every clamp and range check) one lane at a time: a Vec<16> loop compiled for AVX2
 /// ran scalar, and SiLU there took 2.7 ns an element against 0.28 at AVX-512 (efficientnet_b0 2.6x slower at AVX2
-/// than at AVX-512 on a Zen 4, whose FMA rate is the same for both).
-template <class F>
+/// than at AVX-512 on a Zen 4, whose FMA rate is the same for both). aarch64's GCC does the same to a Vec<16> or a
+/// Vec<8> on NEON's 128-bit registers (a compare and a select per lane). kMaxLanes 8 caps it at AVX2, as
+/// dispatch_avx2 does, for loops bound by memory.
+template <int kMaxLanes = 16, class F>
 inline decltype(auto) dispatch_lanes(F&& body) {
+  static_assert(kMaxLanes == 16 || kMaxLanes == 8);
 #ifdef ETRT_ISA_X86
-  switch (level()) {
-    case kAmx:
-    case kAvx512Vnni:
-    case kAvx512: {
+  const int l = level();
+  if constexpr (kMaxLanes == 16) {
+    if (l >= kAvx512) {
       auto wide = [&]() ETRT_ISA_INLINE -> decltype(auto) { return body.template operator()<16>(); };
       return on_avx512(wide);
     }
-    case kAvx2: {
-      auto wide = [&]() ETRT_ISA_INLINE -> decltype(auto) { return body.template operator()<8>(); };
-      return on_avx2(wide);
-    }
-    default: break;
+  }
+  if (l >= kAvx2) {
+    auto wide = [&]() ETRT_ISA_INLINE -> decltype(auto) { return body.template operator()<8>(); };
+    return on_avx2(wide);
   }
 #endif
   return body.template operator()<4>();

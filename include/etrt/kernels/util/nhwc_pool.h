@@ -35,8 +35,8 @@ inline constexpr int64_t kMaxPoolTaps = 64;
 /// input lists its taps as the window's corner plus offsets computed once: the bounds checks of every tap cost
 /// more than a small-channel pixel's maxima (a 2x2 window over 8 channels: 12 ns a pixel, 4 with the offsets).
 inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
-  isa::dispatch_avx2([&]() ETRT_ISA_INLINE {
-    using V = vec::Vec<8>;
+  isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
+    using V = vec::Vec<L>;
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t C = g.C;
     const bool listed = g.KH * g.KW <= kMaxPoolTaps;
@@ -60,7 +60,7 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
             for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps[nt++] = x; });
           }
           int64_t c = 0;
-          for (; c + 8 <= C; c += 8) {
+          for (; c + L <= C; c += L) {
             // The maximum through `v > m ? v : m` (one vmaxps a tap) and the window's last NaN aside, off that
             // chain: max_nan's compare, or and blend a tap made a 4-tap window a chain of about 24 cycles.
             V m = V{} + ninf, nan = m, v;
@@ -81,7 +81,7 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
         for (int64_t c = 0; c < C; ++c) o[c] = ninf;
         for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE {
           int64_t c = 0;
-          for (; c + 8 <= C; c += 8) {
+          for (; c + L <= C; c += L) {
             V m, v;
             vec::load(m, o + c);
             vec::load(v, x + c);
