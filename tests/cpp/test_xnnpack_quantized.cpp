@@ -170,7 +170,8 @@ TEST_CASE("XNNPACK quantization: a dequantized filter read only through packed p
       const Node& n = graph.nodes[i];
       if (n.inputs.size() < 2 || n.inputs[1] == kNoValue) continue;
       const Value& w = graph.values[n.inputs[1]];
-      if (!made.executor->packed_path(i) || w.constant.empty() || w.quant.kind == QuantKind::None || n.kind_name == "XNNDepthwiseConv2d")
+      if (!made.executor->packed_path(i) || w.constant.empty() || w.quant.kind == QuantKind::None ||
+          n.kind_name == "XNNDepthwiseConv2d")
         continue;
       ++packed_filters;
       CHECK_FALSE(made.executor->holds_float_copy(n.inputs[1]));

@@ -329,7 +329,8 @@ inline void binary_mixed(MixedOperand a, MixedOperand b, int64_t rows, int64_t i
     if (a.b && b.b && ob && kernels::isa::level() >= kernels::isa::kAvx512)
       return binary_bytes_avx512(a, b, inner, op, out, ob, o_zero, e0, e1);
 #endif
-    kernels::isa::dispatch_lanes([&, a, b, of, ob, op, finish, inner, o_zero, scale = out.scale]<int L>() ETRT_ISA_INLINE {
+    const float scale = out.scale;
+    kernels::isa::dispatch_lanes([&, a, b, of, ob, op, finish, inner, o_zero, scale]<int L>() ETRT_ISA_INLINE {
       using V = kernels::vec::Vec<L>;
       for (int64_t e = e0; e < e1;) {
         const int64_t j0 = e % inner, end = std::min(e1, e - j0 + inner);  // this row's part of [e0, e1)

@@ -136,21 +136,6 @@ template <class F>
 }
 #endif
 
-/// Runs `body` compiled for the widest level available (Note [isa dispatch]).
-template <class F>
-inline decltype(auto) dispatch(F&& body) {
-#ifdef ETRT_ISA_X86
-  switch (level()) {
-    case kAmx:
-    case kAvx512Vnni:
-    case kAvx512: return on_avx512(body);
-    case kAvx2: return on_avx2(body);
-    default: break;
-  }
-#endif
-  return body();
-}
-
 /// Note [vector lanes per level]: a body written over vec::Vec<L> gets L from the level it runs at, one register's
 /// floats: `body.template operator()<L>()` with L = 16 at AVX-512, 8 at AVX2, 4 at the baseline (SSE, NEON). GCC
 /// lowers a generic vector wider than the target's registers by halves for arithmetic, but its comparisons and
@@ -178,14 +163,17 @@ inline decltype(auto) dispatch_lanes(F&& body) {
   return body.template operator()<4>();
 }
 
+/// Runs `body` compiled for the widest level available (Note [isa dispatch]).
+template <class F>
+inline decltype(auto) dispatch(F&& body) {
+  return dispatch_lanes([&]<int>() ETRT_ISA_INLINE -> decltype(auto) { return body(); });
+}
+
 /// As dispatch(), with AVX2 as the widest: for loops bound by memory, where an AVX-512 copy adds code and compile
 /// time for no speed.
 template <class F>
 inline decltype(auto) dispatch_avx2(F&& body) {
-#ifdef ETRT_ISA_X86
-  if (level() >= kAvx2) return on_avx2(body);
-#endif
-  return body();
+  return dispatch_lanes<8>([&]<int>() ETRT_ISA_INLINE -> decltype(auto) { return body(); });
 }
 
 }  // namespace etrt::kernels::isa
