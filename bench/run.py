@@ -274,17 +274,31 @@ def xnnpack(pl, rounds=3):
             print(f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream n/a{flops}")
 
 
+def build_tool(name, out_dir):
+    """bench/<name>.cpp compiled against this checkout's headers into out_dir; its path, or None (no C++ compiler,
+    set CXX; or it did not compile, the compiler's message printed)."""
+    import shutil
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        return None
+    exe = os.path.join(out_dir, name)
+    build = subprocess.run([cxx, "-O2", "-std=c++20", "-Wno-psabi", "-falign-loops=32", f"-I{ROOT / 'include'}",
+                            str(HERE / f"{name}.cpp"), "-o", exe, "-pthread"], capture_output=True, text=True)
+    if build.returncode != 0:
+        print(build.stderr[-2000:])
+        return None
+    return exe
+
+
 def measured_fma_peak(wide):
     """One core's f32 FMA GFLOP/s as bench/fma_peak.cpp measures it (512-bit FMAs if `wide`), or None where it cannot
     be built and run (no C++ compiler, not x86-64)."""
-    import platform, shutil, tempfile
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx or platform.machine() not in ("x86_64", "AMD64"):
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64"):
         return None
     with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "fma_peak")
-        src = pathlib.Path(__file__).resolve().parent / "fma_peak.cpp"
-        if subprocess.run([cxx, "-O2", "-std=c++20", str(src), "-o", exe], capture_output=True).returncode != 0:
+        exe = build_tool("fma_peak", d)
+        if not exe:
             return None
         run = subprocess.run([exe, "zmm" if wide else "ymm"], capture_output=True, text=True)
         try:
@@ -347,19 +361,11 @@ def gemm(pl):
 
 def gemm_shapes(pl):
     """bench/gemm_shapes.cpp compiled against this checkout's headers, run on one thread and on all cores."""
-    import shutil
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        print("== gemm_shapes: no C++ compiler found (set CXX)")
-        return 1
     peak, isa, how = fma_peak_gflops(pl)
     with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "gemm_shapes")
-        src = pathlib.Path(__file__).resolve().parent / "gemm_shapes.cpp"
-        build = subprocess.run([cxx, "-O2", "-std=c++20", "-Wno-psabi", "-falign-loops=32", f"-I{ROOT / 'include'}",
-                                str(src), "-o", exe, "-pthread"], capture_output=True, text=True)
-        if build.returncode != 0:
-            print(build.stderr[-2000:])
+        exe = build_tool("gemm_shapes", d)
+        if not exe:
+            print("== gemm_shapes: bench/gemm_shapes.cpp could not be built (no C++ compiler? set CXX)")
             return 1
         for threads in (1, os.cpu_count() or 1):
             print(f"== packed f32 GEMM on mobilenet_v2's pointwise shapes (m x k x n, count), ReLU6 epilogue, {threads}"
