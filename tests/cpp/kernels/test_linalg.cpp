@@ -54,21 +54,26 @@ TEST_CASE("gemm: all micro-kernels, transposes and odd sizes match a double refe
   for (int level : {2, 1, 0}) {
     isa::force_level = level;
     for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {7, 33, 5}, {67, 45, 300}, {130, 70, 400}, {9, 200, 17},
+                              // K past one K block (Note [gemm k block]): two passes adding into C
+                              {37, 50, 1100},
                               // few rows of A: the unpacked product (gemv_few_rows), one and several rows
                               {1, 300, 77}, {3, 129, 64}, {4, 70, 100}}) {
       for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-          auto a = rnd<float>(static_cast<size_t>(m * k), 1), b = rnd<float>(static_cast<size_t>(k * n), 2);
-          auto c = rnd<float>(static_cast<size_t>(m * n), 3);
-          const auto c0 = c;
-          const int64_t lda = ta ? m : k, ldb = tb ? k : n;
-          gemm::gemm<float>(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), n);
-          auto r = ref_mm(m, n, k, [&](int64_t i, int64_t p) { return double(ta ? a[p * lda + i] : a[i * lda + p]); },
-                          [&](int64_t p, int64_t j) { return double(tb ? b[j * ldb + p] : b[p * ldb + j]); });
-          double err = 0;
-          for (int64_t i = 0; i < m * n; ++i) err = std::max(err, std::abs(c[i] - (0.5 * r[i] + 2.0 * c0[i])));
-          CHECK(err < 1e-3);
-        }
+        for (bool tb : {false, true})
+          for (float alpha : {0.5f, 1.f}) {  // 1: whole tiles add into C from registers, else through the tile buffer
+            // A's rows a few floats longer than its K: row-major A is read in place (Note [gemm direct a])
+            const int64_t lda = ta ? m + 3 : k + 5, ldb = tb ? k : n;
+            auto a = rnd<float>(static_cast<size_t>((ta ? k : m) * lda), 1);
+            auto b = rnd<float>(static_cast<size_t>(k * n), 2);
+            auto c = rnd<float>(static_cast<size_t>(m * n), 3);
+            const auto c0 = c;
+            gemm::gemm<float>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, 2.0f, c.data(), n);
+            auto r = ref_mm(m, n, k, [&](int64_t i, int64_t p) { return double(ta ? a[p * lda + i] : a[i * lda + p]); },
+                            [&](int64_t p, int64_t j) { return double(tb ? b[j * ldb + p] : b[p * ldb + j]); });
+            double err = 0;
+            for (int64_t i = 0; i < m * n; ++i) err = std::max(err, std::abs(c[i] - (alpha * r[i] + 2.0 * c0[i])));
+            CHECK(err < 1e-3);
+          }
       auto a = rnd<double>(static_cast<size_t>(m * k), 4), b = rnd<double>(static_cast<size_t>(k * n), 5);
       std::vector<double> c(static_cast<size_t>(m * n), std::nan(""));
       gemm::gemm<double>(false, false, m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, c.data(), n);  // beta 0 ignores NaN

@@ -432,11 +432,19 @@ template <class T>
 inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRef<T> B, T* c, int64_t rsc,
                     int64_t csc) {
   const Micro<T> mk = micro_kernels<T>(isa::level());
-  // KC rows of an NR panel stay in L1 while every MR panel of the A block streams past them: 256 x 32 floats is
-  // 32 KB of a 48 KB L1d. At 384 (48 KB, the whole L1d) the A panels evicted B, and 1024^3 ran ~10% slower.
-  constexpr int64_t KC = 256;
+  // Note [gemm k block]: each K block is a pass that reads and writes every C tile, and from 1024^3 on C (4 MB,
+  // rows 4 KB apart) comes from memory: with KC = 256 those passes cost a tenth of the product on a Zen 4 core
+  // (78% of its FMA peak at 1024^3; 86-87% with the tiles' C redirected into cache). KC = 1024 makes most
+  // products one pass. Its B panel (1024 x 32 floats, 128 KB) then lives in L2 rather than L1, which the
+  // micro-kernel does not notice (two B loads feed sixteen FMAs; measured at 98-99% of peak with kc 512 and 1024),
+  // and the 144-row A block (576 KB) shares the 1 MB L2 with it. One thread, best of 20 runs: 1024^3 and 2048^3
+  // went from 77-80% to 84-88%, 256^3 and 512^3 stayed (the earlier 256 came from a 48 KB-L1d Xeon, where 384
+  // had measured ~10% slower at 1024^3; not re-measured there).
+  constexpr int64_t KC = 1024;
   const int64_t MC = std::max<int64_t>(mk.mr, (std::is_same_v<T, float> ? 144 : 96) / mk.mr * mk.mr);
-  const int64_t NC = 4096 / mk.nr * mk.nr;
+  // 1024 columns keep the packed B block (KC x NC) at 4 MB, the scratch it had at KC = 256 with 4096; from 512 to
+  // 4096 measured alike at 1024 x 4096 x 1024.
+  const int64_t NC = 1024 / mk.nr * mk.nr;
   thread_local Scratch<T> scratch;
   const int64_t nc_max = std::min(NC, (n + mk.nr - 1) / mk.nr * mk.nr);
   const int64_t mc_max = std::min(MC, (m + mk.mr - 1) / mk.mr * mk.mr);
@@ -448,6 +456,7 @@ inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRe
   // C was scaled by beta already: a whole tile adds A * B into C from registers; edges and alpha != 1 go through
   // the tile buffer.
   const bool in_place = alpha == T(1) && csc == 1;
+  const bool direct_a = A.cs == 1;
   for (int64_t jc = 0; jc < n; jc += NC) {
     const int64_t nc = std::min(NC, n - jc);
     for (int64_t pc = 0; pc < k; pc += KC) {
@@ -455,19 +464,26 @@ inline void blocked(int64_t m, int64_t n, int64_t k, T alpha, MatRef<T> A, MatRe
       pack_b(B.data + pc * B.rs + jc * B.cs, B.rs, B.cs, kc, nc, mk.nr, bpack);
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = std::min(MC, m - ic);
-        pack_a(A.data + ic * A.rs + pc * A.cs, A.rs, A.cs, mc, kc, mk.mr, apack);
+        // Note [gemm direct a]: the micro-kernel reads whole MR-row groups of a row-major A in place (a_is = the row
+        // stride) rather than from packed panels: packing all of A cost about 2% at 1024^3 and 5% at 256^3, where
+        // its MR broadcasts a step, from MR rows, stream through L1 as well as from one panel. Only the last,
+        // partial group is packed (zero rows below A's end).
+        const int64_t whole = direct_a ? mc / mk.mr * mk.mr : 0;
+        pack_a(A.data + (ic + whole) * A.rs + pc * A.cs, A.rs, A.cs, mc - whole, kc, mk.mr, apack + whole * kc);
         for (int64_t jr = 0; jr < nc; jr += mk.nr) {
           const int64_t cols = std::min<int64_t>(mk.nr, nc - jr);
           const T* bp = bpack + (jr / mk.nr) * kc * mk.nr;
           for (int64_t ir = 0; ir < mc; ir += mk.mr) {
             const int64_t rows = std::min<int64_t>(mk.mr, mc - ir);
-            const T* ap = apack + (ir / mk.mr) * kc * mk.mr;
+            const bool in_a = ir < whole;
+            const T* ap = in_a ? A.data + (ic + ir) * A.rs + pc : apack + (ir / mk.mr) * kc * mk.mr;
+            const int64_t a_ps = in_a ? 1 : mk.mr, a_is = in_a ? A.rs : 1;
             T* cblk = c + (ic + ir) * rsc + (jc + jr) * csc;
             if (in_place && rows == mk.mr && cols == mk.nr) {
-              mk.full(kc, ap, mk.mr, 1, bp, Tile<T>{cblk, rsc, nullptr, true, false, T(0), T(0)});
+              mk.full(kc, ap, a_ps, a_is, bp, Tile<T>{cblk, rsc, nullptr, true, false, T(0), T(0)});
               continue;
             }
-            mk.full(kc, ap, mk.mr, 1, bp, to_tile);
+            mk.full(kc, ap, a_ps, a_is, bp, to_tile);
             for (int64_t i = 0; i < rows; ++i)
               for (int64_t j = 0; j < cols; ++j) cblk[i * rsc + j * csc] += alpha * tile[i * mk.nr + j];
           }
