@@ -76,7 +76,9 @@ nhwc::Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t o, i
 TEST_CASE("packed gemm: rows, K blocks, panel edges, half panels, bias and clamp match a double reference", "[packed][gemm]") {
   each_level([] {
     for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1, 1}, {1, 100, 300}, {5, 33, 7}, {13, 64, 600}, {150, 40, 50},
-                           {300, 70, 33}, {20, 16, 9}, {17, 48, 20}, {9, 8, 5}}) {
+                           {300, 70, 33}, {20, 16, 9}, {17, 48, 20}, {9, 8, 5},
+                           // last panels of 24 and 20 of 32 columns: AVX-512's 24-wide tiles (Note [narrow tiles])
+                           {11, 24, 30}, {23, 56, 300}, {9, 52, 17}}) {
       const auto a = random_floats(static_cast<size_t>(m * k), 1), w = random_floats(static_cast<size_t>(n * k), 2);
       const auto bias = random_floats(static_cast<size_t>(n), 3);
       for (bool transposed : {false, true}) {
@@ -104,6 +106,25 @@ TEST_CASE("packed gemm: rows, K blocks, panel edges, half panels, bias and clamp
         CHECK(err < 1e-4);
       }
     }
+  });
+}
+
+TEST_CASE("packed gemm: a last panel runs the narrowest tile that holds its columns", "[packed][gemm]") {
+  each_level([] {
+    const gemm::detail::Micro<float>& mk = gemm::detail::micro_c_kernels(isa::level());
+    const int64_t nr = mk.nr;
+#ifdef ETRT_ISA_X86
+    if (isa::level() >= isa::kAvx512) {  // 8 / 16 / 24 / 32 (Note [narrow tiles])
+      for (auto [cols, width] : {std::array<int64_t, 2>{1, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 24}, {24, 24}, {25, 32}})
+        CHECK(mk.width(cols) == width);
+      CHECK(mk.kernel(8, 20) == mk.three_quarters.full);
+      CHECK(mk.kernel(3, 5) == mk.quarter.tail[3]);
+      return;
+    }
+#endif
+    CHECK(mk.width(1) == nr / 2);  // elsewhere half and whole panels only
+    CHECK(mk.width(nr / 2 + 1) == nr);
+    CHECK(mk.kernel(mk.mr, nr / 2) == mk.half_full);
   });
 }
 

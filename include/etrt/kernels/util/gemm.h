@@ -138,31 +138,48 @@ template <class T, int MR, int NR, int BS = NR>
 #pragma GCC diagnostic push  // GCC bug 105593: the AVX-512 intrinsics' self-initialised "undefined" vectors
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Note [narrow tiles]: an AVX-512 tile NR % 16 == 8 columns wide (8 or 24) adds one 256-bit accumulator a row to
+// its 512-bit ones, multiplied by the lower half of the same broadcast. It serves a 32-column panel's last 8 or 24
+// columns (a layer of 24 or 40 output channels), which the 32- or 16-column tiles padded by a third or a half. A
+// 256-bit FMA costs half a 512-bit one where the core splits 512-bit operations in two (Zen 4: mobilenet_v2's
+// 3136 x 144 x 24 layer 263 -> 200 us on one core) and the same where it does not, so the padded columns it spares
+// never cost more.
 template <int MR, int NR, int BS = NR>
 [[ETRT_TARGET_AVX512]] inline void micro_f32_avx512(int64_t kc, const float* __restrict a, int64_t a_ps,
                                                     int64_t a_is, const float* __restrict b, const Tile<float>& t) {
-  static_assert(NR % 16 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
-  constexpr int NV = NR / 16;
-  __m512 acc[MR][NV];
+  static_assert(NR % 8 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
+  constexpr int NV = NR / 16;             // 512-bit accumulators a row
+  constexpr bool kYmm = NR % 16 != 0;     // and one 256-bit one (Note [narrow tiles])
+  constexpr int NA = NV > 0 ? NV : 1;     // array extents (a tile of 8 columns has no 512-bit accumulator)
+  __m512 acc[MR][NA];
+  __m256 acc8[MR];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    if constexpr (kYmm) acc8[i] = _mm256_setzero_ps();
+  }
   for (int64_t p = 0; p < kc; ++p) {
-    __m512 bv[NV];
+    __m512 bv[NA];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + p * BS + 16 * v);
+    __m256 b8;
+    if constexpr (kYmm) b8 = _mm256_loadu_ps(b + p * BS + 16 * NV);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const __m512 av = _mm512_set1_ps(a[p * a_ps + i * a_is]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+      if constexpr (kYmm) acc8[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(av), b8, acc8[i]);
     }
   }
   const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
-  __m512 bias[NV];
+  __m512 bias[NA];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) bias[v] = t.bias ? _mm512_loadu_ps(t.bias + 16 * v) : _mm512_setzero_ps();
+  __m256 bias8 = _mm256_setzero_ps();
+  if constexpr (kYmm)
+    if (t.bias) bias8 = _mm256_loadu_ps(t.bias + 16 * NV);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     float* crow = t.c + i * t.ldc;
@@ -171,6 +188,11 @@ template <int MR, int NR, int BS = NR>
       __m512 r = _mm512_add_ps(acc[i][v], t.accumulate ? _mm512_loadu_ps(crow + 16 * v) : bias[v]);
       if (t.clamp) r = _mm512_min_ps(hi, _mm512_max_ps(lo, r));
       _mm512_storeu_ps(crow + 16 * v, r);
+    }
+    if constexpr (kYmm) {
+      __m256 r = _mm256_add_ps(acc8[i], t.accumulate ? _mm256_loadu_ps(crow + 16 * NV) : bias8);
+      if (t.clamp) r = _mm256_min_ps(_mm512_castps512_ps256(hi), _mm256_max_ps(_mm512_castps512_ps256(lo), r));
+      _mm256_storeu_ps(crow + 16 * NV, r);
     }
   }
 }
@@ -275,10 +297,29 @@ struct Micro {
   // B panel per row, and a stem convolution's 14-pixel rows (8 + 6) or a 10-token GEMM spent most of their time
   // there. Filled for the packed GEMM's kernels (micro_epilogue_kernels); elsewhere empty.
   std::array<Fn, kMaxMr> tail{}, half_tail{};
+  /// Tiles of a quarter and three quarters of NR (Note [narrow tiles]), full, one row and tails; null where a level
+  /// has none.
+  struct Narrow {
+    Fn full = nullptr, row = nullptr;
+    std::array<Fn, kMaxMr> tail{};
+  };
+  Narrow quarter{}, three_quarters{};
 
-  /// The kernel for a block of 1 <= rows <= mr rows, the full or the left half width (tails filled).
-  Fn kernel(int64_t rows, bool half) const {
-    return rows == mr ? (half ? half_full : full) : (half ? half_tail : tail)[static_cast<size_t>(rows)];
+  /// The columns the kernel for a panel with `cols` real ones computes: the narrowest tile that holds them.
+  int64_t width(int64_t cols) const {
+    if (quarter.full && cols <= nr / 4) return nr / 4;
+    if (cols <= nr / 2) return nr / 2;
+    if (three_quarters.full && cols <= nr / 4 * 3) return nr / 4 * 3;
+    return nr;
+  }
+  /// The kernel for a block of 1 <= rows <= mr rows of a panel with `cols` real columns (tails filled).
+  Fn kernel(int64_t rows, int64_t cols) const {
+    const int64_t w = width(cols);
+    const auto r = static_cast<size_t>(rows);
+    if (w == nr / 4 && quarter.full) return rows == mr ? quarter.full : quarter.tail[r];
+    if (w == nr / 4 * 3 && three_quarters.full) return rows == mr ? three_quarters.full : three_quarters.tail[r];
+    const bool half = w == nr / 2;
+    return rows == mr ? (half ? half_full : full) : (half ? half_tail : tail)[r];
   }
 };
 
@@ -331,13 +372,26 @@ inline Micro<float> epilogue_set(Tile tile) {
           tile_tails<MR, Fn>([tile]<int R>() { return tile.template operator()<R, NR / 2, NR>(); })};
 }
 
+/// A level's W-column tiles reading panels BS wide (Micro::Narrow).
+template <int MR, int W, int BS, class Tile>
+inline Micro<float>::Narrow narrow_set(Tile tile) {
+  using Fn = Micro<float>::Fn;
+  return {tile.template operator()<MR, W, BS>(), tile.template operator()<1, W, BS>(),
+          tile_tails<MR, Fn>([tile]<int R>() { return tile.template operator()<R, W, BS>(); })};
+}
+
 /// The float tiles with the bias and clamp epilogue, for the packed GEMM (Note [float micro-kernels in
 /// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read, plus the tails.
 inline const Micro<float>& micro_epilogue_kernels(int level) {
 #ifdef ETRT_ISA_X86
   if (level >= isa::kAvx512) {
-    static const Micro<float> k =
-        epilogue_set<8, 32>([]<int R, int W, int BS>() { return &micro_f32_avx512<R, W, BS>; });
+    static const Micro<float> k = [] {
+      const auto tile = []<int R, int W, int BS>() { return &micro_f32_avx512<R, W, BS>; };
+      Micro<float> m = epilogue_set<8, 32>(tile);
+      m.quarter = narrow_set<8, 8, 32>(tile);
+      m.three_quarters = narrow_set<8, 24, 32>(tile);
+      return m;
+    }();
     return k;
   }
   if (level == 1) {

@@ -311,8 +311,8 @@ class EdgePixels {
     const int nr = mk_.nr;
     for (int64_t panel = 0; panel < B_.panels(); ++panel) {
       const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B_.n - j);
-      mk_.kernel(count_, cols <= nr / 2)(B_.k, windows_, 1, B_.k, B_.block(0, panel, B_.k),
-                                        gemm::detail::TileOut{tile_, nr, nullptr, false, false, 0.f, 0.f});
+      mk_.kernel(count_, cols)(B_.k, windows_, 1, B_.k, B_.block(0, panel, B_.k),
+               gemm::detail::TileOut{tile_, nr, nullptr, false, false, 0.f, 0.f});
       for (int64_t r = 0; r < count_; ++r)
         gemm::detail::store_tile(tile_ + r * nr, nr, 1, cols, out_ + pixels_[r] * O_, O_, j, ep_, true, true);
     }
@@ -355,8 +355,8 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
       float* c = out + (px0 + ow) * O;
       for (int64_t panel = 0; panel < panels; ++panel) {
         const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B.n - j);
-        const bool half = cols <= nr / 2;  // a panel of at most half its columns: the half-width tiles
-        const gemm::detail::MicroC fn = mk.kernel(rows, half);
+        const int64_t width = mk.width(cols);  // a panel of fewer columns: the narrowest tile that holds them
+        const gemm::detail::MicroC fn = mk.kernel(rows, cols);
         const float* bp = B.block(0, panel, B.k);
         if (kh0 == kh1) {  // every kernel row in the padding: the bias, clamped
           std::fill(tile, tile + rows * nr, 0.f);
@@ -367,7 +367,7 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
           const bool first = kh == kh0, last = kh + 1 == kh1;
           const float* a = in + ((n * g.H + ih0 + kh * g.dh) * g.W + ow * g.sw - g.pl) * C;
           const float* b = bp + kh * run * nr;
-          if (cols == (half ? nr / 2 : nr)) {
+          if (cols == width) {
             fn(run, a, 1, g.sw * C, b,
                gemm::detail::TileOut{c + j, O, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
                                      ep.lo, ep.hi});

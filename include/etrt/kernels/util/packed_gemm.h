@@ -192,8 +192,8 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
         const TileOut to{c + ic * ldc + j, ldc, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
                          ep.lo, ep.hi};
         const TileOut to_tile{tile, nr, nullptr, false, false, 0.f, 0.f};
-        // A panel with at most half its columns real runs the half-width kernels (Micro::half_full).
-        const bool half = cols <= nr / 2;
+        // A panel with fewer columns real runs the narrowest tile that holds them (Micro::width).
+        const int64_t width = mk.width(cols);
         for (int64_t ir = 0; ir < mc; ir += mr) {
           // The last rows (fewer than mr) were packed one after another, kc apart (pack_a with mr = 1).
           const int64_t rows = std::min<int64_t>(mr, mc - ir);
@@ -202,8 +202,8 @@ inline void packed_block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const P
           constexpr bool row_major = requires { PackA::kRowMajor; };
           const int64_t a_ps = direct || row_major || !whole ? 1 : mr,
                         a_is = direct ? lda : row_major || !whole ? kc : 1;
-          const MicroC fn = mk.kernel(rows, half);
-          if (cols == (half ? nr / 2 : nr)) {
+          const MicroC fn = mk.kernel(rows, cols);
+          if (cols == width) {
             TileOut t = to;
             t.c += ir * ldc;
             fn(kc, a, a_ps, a_is, bp, t);
