@@ -516,17 +516,18 @@ inline constexpr int64_t kDepthwisePixelChunk = 8;
   if (clamp) a = _mm512_min_ps(hi, _mm512_max_ps(lo, a));  // a NaN is the second operand: it stays NaN
   _mm512_storeu_ps(o, a);
 }
-/// Note [depthwise pixel groups]: the interior walk of depthwise_window_body at stride 1 on AVX-512, output pixels
-/// [ow_a, ow_b) of one row, channels [0, vec_end). The one-pixel loop adds a pixel's KH x KW taps into one sum, a
-/// chain of dependent FMAs (9 x 4 cycles for 3x3 on Zen 4) that overlapped with about one other pixel's: it ran at
-/// 16-22 cycles a pixel and register of channels where the FMAs alone need 9. Here four neighbouring pixels are
-/// summed at once, four independent chains, and each input of a window row, loaded once, is multiplied into every
-/// one of the windows that holds it (KW + 3 loads for 4 x KW FMAs; 5x5 keeps its 25 weights, 4 sums and the input
-/// in 30 of the 32 registers, and measured faster with 4 than with 2 or 3). Each pixel's taps still add in the order kh, kw
-/// from its bias, in FMAs as the one-pixel loop's contracted `a += v * w`: the same sums. The empty asm statements
-/// keep GCC from folding each use's load into its FMA (a load per use) and from precomputing every tap's address
-/// (registers spilled): without them the groups ran no faster than single pixels.
-template <int KH, int KW>
+/// Note [depthwise pixel groups]: the interior walk of depthwise_window_body on AVX-512 at stride S (1, or 2 for
+/// 3x3), output pixels [ow_a, ow_b) of one row, channels [0, vec_end). The one-pixel loop adds a pixel's KH x KW
+/// taps into one sum, a chain of dependent FMAs (9 x 4 cycles for 3x3 on Zen 4) that overlapped with about one other
+/// pixel's: it ran at 16-22 cycles a pixel and register of channels where the FMAs alone need 9. Here four
+/// neighbouring pixels are summed at once, four independent chains, and each input of a window row, loaded once, is
+/// multiplied into every one of the windows that holds it (KW + 3 S loads for 4 x KW FMAs). 5x5 keeps its 25
+/// weights, 4 sums and the input in 30 of the 32 registers, and measured faster with 4 pixels than with 2 or 3; at
+/// stride 2 it measured slower than the one-pixel loop, which keeps it. Each pixel's taps still add in the order kh,
+/// kw from its bias, in FMAs as the one-pixel loop's contracted `a += v * w`: the same sums. The empty asm
+/// statements keep GCC from folding each use's load into its FMA (a load per use) and from precomputing every tap's
+/// address (registers spilled): without them the groups ran no faster than single pixels.
+template <int KH, int KW, int S>
 [[ETRT_TARGET_AVX512]] inline void depthwise_groups_avx512(const float* corner0, int64_t line_stride, int64_t C,
                                                           const float* filter, int64_t O, const float* bias,
                                                           bool clamp, float lo, float hi, float* orow,
@@ -543,7 +544,7 @@ template <int KH, int KW>
       const __m512 b = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
       int64_t ow = ow0;
       for (; ow + P <= ow1; ow += P) {
-        const float* line = corner0 + ow * C + c;
+        const float* line = corner0 + ow * S * C + c;
         __m512 a[P];
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) a[p] = b;
@@ -551,14 +552,14 @@ template <int KH, int KW>
         for (int kh = 0; kh < KH; ++kh) {
           const float* q = line;
 #pragma GCC unroll 8
-          for (int x = 0; x < KW + P - 1; ++x) {
+          for (int x = 0; x < KW + (P - 1) * S; ++x) {
             __m512 v = _mm512_loadu_ps(q);
             asm("" : "+v"(v));
             q += C;
             asm("" : "+r"(q));
 #pragma GCC unroll 4
             for (int p = 0; p < P; ++p)
-              if (x - p >= 0 && x - p < KW) a[p] = _mm512_fmadd_ps(v, w[kh * KW + x - p], a[p]);
+              if (x - p * S >= 0 && x - p * S < KW) a[p] = _mm512_fmadd_ps(v, w[kh * KW + x - p * S], a[p]);
           }
           line += line_stride;
         }
@@ -566,7 +567,7 @@ template <int KH, int KW>
         for (int p = 0; p < P; ++p) store_clamped_avx512(orow + (ow + p) * O + c, a[p], clamp, vlo, vhi);
       }
       for (; ow < ow1; ++ow) {
-        const float* corner = corner0 + ow * C + c;
+        const float* corner = corner0 + ow * S * C + c;
         __m512 a = b;
 #pragma GCC unroll 5
         for (int kh = 0; kh < KH; ++kh)
@@ -612,9 +613,10 @@ template <int Lanes, int KH, int KW>
     const auto walk = [&]<bool Checked>(int64_t ow_a, int64_t ow_b) ETRT_ISA_INLINE {
 #ifdef ETRT_ISA_X86
       if constexpr (Lanes == 16 && !Checked) {
-        if (sw == 1) {  // Note [depthwise pixel groups]
-          depthwise_groups_avx512<KH, KW>(in + row0 - pl * C, W * C, C, filter, O, ep.bias, clamp, lo, hi, orow, ow_a,
-                                          ow_b, vec_end, kDepthwisePixelChunk);
+        if (sw == 1 || (sw == 2 && KW == 3)) {  // Note [depthwise pixel groups]
+          const auto groups = sw == 1 ? &depthwise_groups_avx512<KH, KW, 1> : &depthwise_groups_avx512<KH, KW, 2>;
+          groups(in + row0 - pl * C, W * C, C, filter, O, ep.bias, clamp, lo, hi, orow, ow_a, ow_b, vec_end,
+                 kDepthwisePixelChunk);
           if (vec_end < O)
             for (int64_t ow = ow_a; ow < ow_b; ++ow)
               depthwise_pixel<Lanes>(g, 1, in, filter, ep, orow + ow * O, n, oh, ow, vec_end);
