@@ -29,7 +29,7 @@ std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path()
 
 const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",    "xnn_transformer",
                                  "xnn_elementwise", "xnn_spatial", "xnn_ceilpool", "xnn_silu",
-                                 "xnn_winograd"};
+                                 "xnn_winograd",    "xnn_se"};
 
 }  // namespace
 
@@ -268,6 +268,35 @@ TEST_CASE("XNNPACK: SiLU (Sigmoid and Multiply) runs inside the layer writing it
   CHECK(chains == 1);
   CHECK(other_fused == 0);
   CHECK(in_place >= 2);
+}
+
+TEST_CASE("XNNPACK: a squeeze-and-excitation gate scales the projection's filter where the activation is larger",
+          "[xnnpack][packed]") {
+  // Note [xnnpack gated filter]. xnn_se: the first block's 12x12x64 map, gated, projected to 24 channels (9,216
+  // values against a 1,536-weight filter: the filter is scaled and the Multiply is skipped); the second block's 3x3x24
+  // map projected to 96 (216 values against 2,304 weights: the Multiply runs). The numbers are checked against eager
+  // by the fixture test above.
+  const auto made = etrt::test::create_executor("xnn_se");
+  const Graph& gr = made.executor->graph();
+  int gated = 0, kept = 0;
+  for (const Node& n : gr.nodes) {
+    // The gates' Multiply: [1, H, W, C] by [1, 1, 1, C] (SiLU's multiplies x by sigmoid(x), of equal sizes).
+    if (n.kind != node_kind_code("XNNMultiply") || gr.values[n.inputs[0]].numel == gr.values[n.inputs[1]].numel)
+      continue;
+    const auto conv = std::ranges::find_if(gr.nodes, [&](const Node& m) { return m.inputs[0] == n.output; });
+    REQUIRE(conv != gr.nodes.end());
+    CHECK(conv->kind == node_kind_code("XNNConv2d"));
+    const bool skipped = made.executor->runs_in_writer(n.index);
+    gated += skipped;
+    kept += !skipped;
+    if (skipped) {  // the convolution reads the ungated activation's bytes through the Multiply's output
+      const uint32_t x = gr.values[n.inputs[0]].numel > gr.values[n.inputs[1]].numel ? n.inputs[0] : n.inputs[1];
+      CHECK(made.executor->value_data(n.output) == made.executor->value_data(x));
+      CHECK(gr.values[conv->inputs[1]].dims[0] == 24);
+    }
+  }
+  CHECK(gated == 1);
+  CHECK(kept == 1);
 }
 
 TEST_CASE("XNNPACK: a reshape or copy between float intermediates keeps its input's bytes", "[xnnpack]") {

@@ -208,6 +208,34 @@ class Winograd(nn.Module):
         return self.conv3(y)
 
 
+class SqueezeExcite(nn.Module):
+    """efficientnet_b0's MBConv block at batch 1: a pointwise expansion and a depthwise convolution with SiLU, a
+    squeeze-and-excitation gate per channel (pool, two 1x1 convolutions, sigmoid, multiply) and a pointwise
+    projection to 24 channels with a residual add. The runtime folds the gate into the projection's filter where
+    the activation is the larger (Note [xnnpack gated filter]); the second block's 3x3 map projected to 96 channels
+    keeps its Multiply."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Conv2d(24, 64, 1)
+        self.dw = nn.Conv2d(64, 64, 3, padding=1, groups=64)
+        self.squeeze, self.excite = nn.Conv2d(64, 8, 1), nn.Conv2d(8, 64, 1)
+        self.project = nn.Conv2d(64, 24, 1)
+        self.dw2 = nn.Conv2d(24, 24, 3, stride=4, padding=1, groups=24)
+        self.squeeze2, self.excite2 = nn.Conv2d(24, 4, 1), nn.Conv2d(4, 24, 1)
+        self.project2 = nn.Conv2d(24, 96, 1)
+
+    @staticmethod
+    def gate(x, squeeze, excite):
+        return x * torch.sigmoid(excite(F.silu(squeeze(F.adaptive_avg_pool2d(x, 1)))))
+
+    def forward(self, x):
+        y = F.silu(self.dw(F.silu(self.expand(x))))
+        y = x + self.project(self.gate(y, self.squeeze, self.excite))
+        z = F.silu(self.dw2(y))
+        return self.project2(self.gate(z, self.squeeze2, self.excite2))
+
+
 def fixtures():
     torch.manual_seed(SEED)
     return {
@@ -221,6 +249,7 @@ def fixtures():
         "xnn_ceilpool": (CeilPool(), (torch.randn(1, 3, 12, 12),), {"rtol": 1e-5, "atol": 1e-6}),
         "xnn_silu": (Silu(), (3 * torch.randn(2, 3, 10, 11),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_winograd": (Winograd(), (torch.randn(1, 16, 24, 24),), {"rtol": 1e-4, "atol": 1e-5}),
+        "xnn_se": (SqueezeExcite(), (torch.randn(1, 24, 12, 12),), {"rtol": 1e-4, "atol": 1e-5}),
     }
 
 

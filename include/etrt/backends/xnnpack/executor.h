@@ -85,7 +85,10 @@ class Executor {
     e->chains_ = e->silu_chains(g);
     e->add_elementwise_chains(g, e->chains_);
     for (const ActivationChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
-    ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early, in_place));
+    const std::vector<GatedFilter> gates = e->gated_filters(g);  // Note [xnnpack gated filter]
+    std::vector<std::pair<uint32_t, size_t>> read_late;
+    for (const GatedFilter& f : gates) read_late.emplace_back(f.x, f.conv);
+    ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early, in_place, read_late));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (!e->kinds_[i]->scratch) continue;
@@ -207,6 +210,7 @@ class Executor {
         if (i != ch.head && i != SIZE_MAX) e->fused_[i] = true;
     }
     e->hold_bytes(g, in_writer);
+    for (const GatedFilter& f : gates) e->gate_filter(g, f, budget);
     e->release_packed_only_copies(g);
     e->unrounded_ = qd8_only_inputs(g, e->kinds_, e->prepared_, e->stays_quantized_);
     e->row_params_.resize(g.values.size());
@@ -272,6 +276,69 @@ class Executor {
       if (mul && kinds_[r.writer[sig.inputs[0]]]->prepare) out.push_back({r.writer[sig.inputs[0]], sig.index, *mul});
     }
     return out;
+  }
+
+  /// Note [xnnpack gated filter]: efficientnet's squeeze-and-excitation ends in Multiply(x, s), s [1, 1, 1, C] a
+  /// gate per channel of x [1, H, W, C], whose output only a pointwise convolution reads. That convolution is linear
+  /// in each input channel, so it takes x with its filter's row c scaled by s[c] instead: a pass over the C x O
+  /// filter (packed, scale_rows) a call in place of the Multiply's pass over the H x W x C activation, from memory,
+  /// that the convolution then read again. Taken where the activation is the larger (a 56 x 56 x 144 map projected
+  /// to 24 channels; not 7 x 7 x 1152 to 320), the convolution packed, float, ungrouped. The Multiply's output then
+  /// points at x's bytes, and x lives on to the convolution. Each output differs from the two nodes' by the
+  /// rounding of x (s w) against (x s) w.
+  struct GatedFilter {
+    size_t multiply, conv;
+    uint32_t x, gate;
+  };
+  std::vector<GatedFilter> gated_filters(const Graph& g) const {
+    std::vector<GatedFilter> out;
+    const Readers r = readers_of(g);
+    for (const Node& mul : g.nodes) {
+      if (kinds_[mul.index]->run != &run::binary<kernels::mul_out<detail::F>, fast::Mul> || mul.inputs.size() != 2 ||
+          mul.output == kNoValue || clamps(mul) || !float_intermediate(g, mul.output) || r.count[mul.output] != 1)
+        continue;
+      const Node& conv = g.nodes[r.reader[mul.output]];
+      if (kinds_[conv.index]->run != &run::convolution<run::ConvFilter::Ohwi> || conv.inputs.size() < 2 ||
+          conv.inputs[0] != mul.output)
+        continue;
+      const Value& filter = g.values[conv.inputs[1]];
+      if (filter.dims.size() != 4 || filter.dims[1] != 1 || filter.dims[2] != 1) continue;
+      const int64_t c = filter.dims[3], o = filter.dims[0];
+      for (int k = 0; k < 2; ++k) {
+        const uint32_t x = mul.inputs[k], s = mul.inputs[1 - k];
+        if (x == kNoValue || s == kNoValue) break;
+        const Value &xv = g.values[x], &sv = g.values[s];
+        const bool gate = sv.datatype == Datatype::Fp32 && sv.quant.kind == QuantKind::None && sv.numel == c &&
+                          !sv.dims.empty() && sv.dims.back() == c;
+        if (!gate || !float_intermediate(g, x) || xv.dims.size() != 4 || xv.dims[0] != 1 || xv.dims[3] != c ||
+            xv.numel != g.values[mul.output].numel || xv.numel < c * o)
+          continue;
+        out.push_back({mul.index, conv.index, x, s});
+        break;
+      }
+    }
+    return out;
+  }
+  /// Takes a gated filter where the convolution's preparation allows it (see gated_filters): the scaled copy's
+  /// buffer, within the graph's budget, and the Multiply's output on x's bytes; else the Multiply runs.
+  void gate_filter(const Graph& g, const GatedFilter& f, uint64_t& budget) {
+    PreparedNode& p = prepared_[f.conv];
+    if (!p.packed_path || p.packed.size() != 1 || p.int8.active() || p.winograd.active() || p.bytes_in ||
+        p.bytes_out || fused_[f.multiply] || chain_at_[f.multiply] >= 0 || p.packed[0].k != g.values[f.x].dims[3])
+      return;
+    const kernels::gemm::PackedB& b = p.packed[0];
+    const uint64_t floats = static_cast<uint64_t>(b.panels() * b.nr * b.k);
+    if (floats * sizeof(float) > budget) return;
+    kernels::gemm::PackedB gated;
+    gated.k = b.k, gated.n = b.n, gated.level = b.level, gated.nr = b.nr;
+    gated.data = make_aligned_array<float>(static_cast<size_t>(floats));
+    if (!gated.data) return;
+    budget -= floats * sizeof(float);
+    p.gated = std::move(gated);
+    p.gate_ptr = &ptr_;
+    p.gate = f.gate;
+    fused_[f.multiply] = true;
+    ptr_[g.nodes[f.multiply].output] = ptr_[f.x];
   }
 
   /// Who writes and reads each value: the writer's and the last reader's node index (SIZE_MAX for none), and the

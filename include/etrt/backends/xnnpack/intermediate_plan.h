@@ -23,11 +23,13 @@ struct IntermediatePlan {
 /// element by element over its source, which nothing reads after (Note [xnnpack silu]), or is the source's bytes
 /// unchanged (Note [xnnpack reshape alias]): the value takes the source's bytes, and the source's life runs on to
 /// the value's last reader. A source lends its bytes once, and a value that took another's lends none, so no
-/// in-place writer overwrites bytes that another value still stands for. Also rejects a graph that reads an
-/// intermediate no earlier node wrote.
+/// in-place writer overwrites bytes that another value still stands for. `read_late` lists (value, node) pairs whose
+/// value a later node reads in place of another (Note [xnnpack gated filter]): its life runs on to that node. Also
+/// rejects a graph that reads an intermediate no earlier node wrote.
 inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
                                                    std::span<const std::pair<uint32_t, size_t>> written_early = {},
-                                                   std::span<const std::pair<uint32_t, uint32_t>> in_place = {}) {
+                                                   std::span<const std::pair<uint32_t, uint32_t>> in_place = {},
+                                                   std::span<const std::pair<uint32_t, size_t>> read_late = {}) {
   const size_t nv = g.values.size();
   const auto internal = [&](uint32_t id) {
     const Value& v = g.values[id];
@@ -50,6 +52,8 @@ inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
   }
   for (const auto& [id, node] : written_early)
     if (def[id] >= 0) def[id] = std::min(def[id], static_cast<int64_t>(node));
+  for (const auto& [id, node] : read_late)
+    if (def[id] >= 0) last[id] = std::max(last[id], static_cast<int64_t>(node));
   std::vector<uint32_t> source(nv, UINT32_MAX);  // in_place: the value whose bytes this one takes
   std::vector<bool> lent(nv, false);             // a source's bytes go to one value at most
   for (const auto& [id, src] : in_place) {

@@ -165,6 +165,11 @@ struct PreparedNode {
   // whether the value the node stores is.
   uint8_t bytes_in = 0;
   bool bytes_out = false;
+  // Note [xnnpack gated filter], set by the executor: the input channels' gate (value `gate` of *gate_ptr) scales
+  // the filter's rows into `gated` each call, and the node reads the ungated activation.
+  const std::vector<float*>* gate_ptr = nullptr;
+  uint32_t gate = 0;
+  kernels::gemm::PackedB gated;
 
   /// Whether the node's filter is read only in its prepared form (its float copy may be released).
   bool filter_prepared() const { return !packed.empty() || int8.active() || winograd.active(); }
@@ -603,6 +608,11 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
       return fail(Error::InvalidProgram, "input ", shape_str(xs.sizes()), " and output ", shape_str(os.sizes()),
                   " do not fit the convolution's ", p.winograd.C, " -> ", p.winograd.O, " channel 3x3 filter");
     kernels::winograd::conv(geo, x, p.winograd, ep, out, scratch);
+    return {};
+  }
+  if (p.gate_ptr) {  // Note [xnnpack gated filter]: one group, a pointwise filter
+    kernels::gemm::scale_rows(p.packed[0], (*p.gate_ptr)[p.gate], p.gated.data.get());
+    kernels::nhwc::conv_group(geo, x, 0, geo.C, p.gated, ep, out, 0);
     return {};
   }
   const int64_t groups = static_cast<int64_t>(p.packed.size()), cg = geo.C / groups, og = geo.O / groups;

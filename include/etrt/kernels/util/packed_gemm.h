@@ -24,6 +24,7 @@
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/parallel.h"
+#include "etrt/kernels/util/vec.h"
 
 #ifdef ETRT_ISA_X86
 #include <immintrin.h>
@@ -112,6 +113,31 @@ inline Result<PackedB> pack_b(const float* b, int64_t rs, int64_t cs, int64_t k,
   for (int64_t pc = 0; pc < k; pc += kPackedKc)
     detail::pack_b(b + pc * rs, rs, cs, std::min(kPackedKc, k - pc), n, nr, out.data.get() + pc * out.panels() * nr);
   return out;
+}
+
+/// dst (as many floats as src.data) = src with row p scaled by s[p]: diag(s) B, packed as src is. The input-channel
+/// gate of Note [xnnpack gated filter], applied to the filter instead of the activation.
+inline void scale_rows(const PackedB& src, const float* s, float* dst) {
+  const int64_t panels = src.panels(), nr = src.nr;
+  for (int64_t pc = 0; pc < src.k; pc += kPackedKc) {
+    const int64_t kc = std::min(kPackedKc, src.k - pc);
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const float* from = src.block(pc, panel, kc);
+      float* to = dst + (from - src.data.get());
+      isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
+        for (int64_t p = 0; p < kc; ++p) {
+          const float gate = s[pc + p];
+          int64_t j = 0;
+          for (; j + L <= nr; j += L) {
+            vec::Vec<L> v;
+            vec::load(v, from + p * nr + j);
+            vec::store(to + p * nr + j, v * gate);
+          }
+          for (; j < nr; ++j) to[p * nr + j] = from[p * nr + j] * gate;
+        }
+      });
+    }
+  }
 }
 
 namespace detail {
