@@ -142,7 +142,7 @@ template <class T, int MR, int NR, int BS = NR>
 // its 512-bit ones, multiplied by the lower half of the same broadcast. It serves a 32-column panel's last 8 or 24
 // columns (a layer of 24 or 40 output channels), which the 32- or 16-column tiles padded by a third or a half. A
 // 256-bit FMA costs half a 512-bit one where the core splits 512-bit operations in two (Zen 4: mobilenet_v2's
-// 3136 x 144 x 24 layer 263 -> 200 us on one core) and the same where it does not, so the padded columns it spares
+// 3136 x 144 x 24 layer 262 -> 216 us on one core) and the same where it does not, so the padded columns it spares
 // never cost more.
 template <int MR, int NR, int BS = NR>
 [[ETRT_TARGET_AVX512]] inline void micro_f32_avx512(int64_t kc, const float* __restrict a, int64_t a_ps,
