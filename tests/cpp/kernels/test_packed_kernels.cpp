@@ -71,6 +71,13 @@ nhwc::Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t o, i
   return g;
 }
 
+/// g with its kernel rows two input rows apart (dilation along H only, which the in-place rows allow).
+nhwc::Geometry rows_dilated(nhwc::Geometry g) {
+  g.dh = 2;
+  g.OH = nhwc::Geometry::out_size(g.H, g.pt, g.pb, g.KH, g.sh, g.dh);
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("packed gemm: rows, K blocks, panel edges, half panels, bias and clamp match a double reference", "[packed][gemm]") {
@@ -174,6 +181,7 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
       {geometry(2, 16, 16, 3, 8, 3, 1, 1, {1, 1, 1, 1}), 1},   // 8 output channels: AVX2's panels on AVX-512
       {geometry(2, 8, 8, 8, 12, 3, 2, 1, {1, 1, 1, 1}), 1},    // 3 interior pixels a row, the edges batched
       {geometry(1, 7, 40, 3, 24, 5, 1, 1, {2, 2, 2, 2}), 1},   // two edge pixels a side: 8 rows' edges a tile
+      {rows_dilated(geometry(1, 9, 12, 3, 16, 3, 1, 1, {2, 1, 2, 1})), 1},  // kernel rows 2 input rows apart
   };
   each_level([&] {
     for (const Case& t : cases) {

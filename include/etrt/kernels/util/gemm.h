@@ -49,7 +49,8 @@ struct MatRef {
 namespace detail {
 
 /// Where a micro-kernel writes its tile: C (row stride ldc), after adding C itself (accumulate) or the bias (null
-/// for none), clamped to [lo, hi] when clamp is set.
+/// for none), clamped to [lo, hi] when clamp is set. `segments` runs of kc steps make up the tile's K (Note
+/// [conv rows in place]): run s reads A from a + s * a_ss and B from the panel's rows s * kc on.
 template <class T>
 struct Tile {
   T* c;
@@ -58,6 +59,8 @@ struct Tile {
   bool accumulate;
   bool clamp;
   T lo, hi;
+  int64_t segments = 1;
+  int64_t a_ss = 0;
 };
 
 /// The most rows a micro tile has at any level (AVX-512: 8 rows of two registers), which sizes the edge-tile buffers
@@ -144,7 +147,7 @@ template <class T, int MR, int NR, int BS = NR>
 // 256-bit FMA costs half a 512-bit one where the core splits 512-bit operations in two (Zen 4: mobilenet_v2's
 // 3136 x 144 x 24 layer 262 -> 216 us on one core) and the same where it does not, so the padded columns it spares
 // never cost more.
-template <int MR, int NR, int BS = NR>
+template <int MR, int NR, int BS = NR, bool Seg = false>
 [[ETRT_TARGET_AVX512]] inline void micro_f32_avx512(int64_t kc, const float* __restrict a, int64_t a_ps,
                                                     int64_t a_is, const float* __restrict b, const Tile<float>& t) {
   static_assert(NR % 8 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
@@ -159,20 +162,25 @@ template <int MR, int NR, int BS = NR>
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
     if constexpr (kYmm) acc8[i] = _mm256_setzero_ps();
   }
-  for (int64_t p = 0; p < kc; ++p) {
-    __m512 bv[NA];
+  const auto steps = [&](const float* __restrict a, const float* __restrict b) ETRT_LAMBDA_AVX512 {
+    for (int64_t p = 0; p < kc; ++p) {
+      __m512 bv[NA];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + p * BS + 16 * v);
-    __m256 b8;
-    if constexpr (kYmm) b8 = _mm256_loadu_ps(b + p * BS + 16 * NV);
+      for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + p * BS + 16 * v);
+      __m256 b8;
+      if constexpr (kYmm) b8 = _mm256_loadu_ps(b + p * BS + 16 * NV);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const __m512 av = _mm512_set1_ps(a[p * a_ps + i * a_is]);
+      for (int i = 0; i < MR; ++i) {
+        const __m512 av = _mm512_set1_ps(a[p * a_ps + i * a_is]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
-      if constexpr (kYmm) acc8[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(av), b8, acc8[i]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+        if constexpr (kYmm) acc8[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(av), b8, acc8[i]);
+      }
     }
-  }
+  };
+  steps(a, b);
+  if constexpr (Seg)
+    for (int64_t s = 1; s < t.segments; ++s) steps(a + s * t.a_ss, b + s * kc * BS);
   const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
   __m512 bias[NA];
 #pragma GCC unroll 4
@@ -196,7 +204,7 @@ template <int MR, int NR, int BS = NR>
     }
   }
 }
-template <int MR, int NR, int BS = NR>
+template <int MR, int NR, int BS = NR, bool Seg = false>
 [[ETRT_TARGET_AVX2]] inline void micro_f32_avx2(int64_t kc, const float* __restrict a, int64_t a_ps, int64_t a_is,
                                                 const float* __restrict b, const Tile<float>& t) {
   static_assert(NR % 8 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
@@ -206,17 +214,22 @@ template <int MR, int NR, int BS = NR>
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < kc; ++p) {
-    __m256 bv[NV];
+  const auto steps = [&](const float* __restrict a, const float* __restrict b) ETRT_LAMBDA_AVX2 {
+    for (int64_t p = 0; p < kc; ++p) {
+      __m256 bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + p * BS + 8 * v);
+      for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + p * BS + 8 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const __m256 av = _mm256_set1_ps(a[p * a_ps + i * a_is]);
+      for (int i = 0; i < MR; ++i) {
+        const __m256 av = _mm256_set1_ps(a[p * a_ps + i * a_is]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
+      }
     }
-  }
+  };
+  steps(a, b);
+  if constexpr (Seg)
+    for (int64_t s = 1; s < t.segments; ++s) steps(a + s * t.a_ss, b + s * kc * BS);
   const __m256 lo = _mm256_set1_ps(t.lo), hi = _mm256_set1_ps(t.hi);
   __m256 bias[NV];
 #pragma GCC unroll 4
@@ -240,7 +253,7 @@ template <int MR, int NR, int BS = NR>
 // panels (6 x 8) are laid out alike. One fused multiply-add per accumulator per step (fmla by element), then the
 // bias, the clamp (fmax(lo, .) and fmin(hi, .) keep a NaN, as std::max / std::min leave it) and the store, in
 // registers. It serves the blocked and the packed GEMM alike.
-template <int MR, int NR, int BS = NR>
+template <int MR, int NR, int BS = NR, bool Seg = false>
 inline void micro_f32_neon(int64_t kc, const float* __restrict a, int64_t a_ps, int64_t a_is,
                            const float* __restrict b, const Tile<float>& t) {
   static_assert(NR % 4 == 0 && MR <= kMaxMr && MR * NR <= kMaxMr * 32);
@@ -250,17 +263,22 @@ inline void micro_f32_neon(int64_t kc, const float* __restrict a, int64_t a_ps, 
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = vdupq_n_f32(0.f);
-  for (int64_t p = 0; p < kc; ++p) {
-    float32x4_t bv[NV];
+  const auto steps = [&](const float* __restrict a, const float* __restrict b) ETRT_ISA_INLINE {
+    for (int64_t p = 0; p < kc; ++p) {
+      float32x4_t bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + p * BS + 4 * v);
+      for (int v = 0; v < NV; ++v) bv[v] = vld1q_f32(b + p * BS + 4 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const float av = a[p * a_ps + i * a_is];
+      for (int i = 0; i < MR; ++i) {
+        const float av = a[p * a_ps + i * a_is];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = vfmaq_n_f32(acc[i][v], bv[v], av);
+        for (int v = 0; v < NV; ++v) acc[i][v] = vfmaq_n_f32(acc[i][v], bv[v], av);
+      }
     }
-  }
+  };
+  steps(a, b);
+  if constexpr (Seg)
+    for (int64_t s = 1; s < t.segments; ++s) steps(a + s * t.a_ss, b + s * kc * BS);
   const float32x4_t lo = vdupq_n_f32(t.lo), hi = vdupq_n_f32(t.hi);
   float32x4_t bias[NV];
 #pragma GCC unroll 4
@@ -277,9 +295,16 @@ inline void micro_f32_neon(int64_t kc, const float* __restrict a, int64_t a_ps, 
   }
 }
 #endif
-template <class T, int MR, int NR, int BS = NR>
+/// The portable tile. With Seg, a tile of several K runs (Tile::segments) is one call a run, the first adding the
+/// bias (or C) and the last clamping: micro_tile, which the blocked GEMM shares, takes one run.
+template <class T, int MR, int NR, int BS = NR, bool Seg = false>
 inline void micro_base(int64_t kc, const T* a, int64_t ps, int64_t is, const T* b, const Tile<T>& t) {
-  micro_tile<T, MR, NR, false, BS>(kc, a, ps, is, b, t);
+  if (!Seg || t.segments == 1) return micro_tile<T, MR, NR, false, BS>(kc, a, ps, is, b, t);
+  for (int64_t s = 0; s < t.segments; ++s) {
+    const bool first = s == 0, last = s + 1 == t.segments;
+    const Tile<T> run{t.c, t.ldc, first ? t.bias : nullptr, !first || t.accumulate, last && t.clamp, t.lo, t.hi};
+    micro_tile<T, MR, NR, false, BS>(kc, a + s * t.a_ss, ps, is, b + s * kc * BS, run);
+  }
 }
 
 template <class T>
@@ -381,12 +406,15 @@ inline Micro<float>::Narrow narrow_set(Tile tile) {
 }
 
 /// The float tiles with the bias and clamp epilogue, for the packed GEMM (Note [float micro-kernels in
-/// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read, plus the tails.
-inline const Micro<float>& micro_epilogue_kernels(int level) {
+/// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read, plus the tails. With Seg, the same
+/// tiles summing a tile's K runs (Tile::segments, Note [conv rows in place]): a separate set, because the loop over
+/// runs, even unused, cost the packed GEMM's tiles up to a fifth at K = 16 (mobilenet_v2's first expansion).
+template <bool Seg = false>
+inline const Micro<float>& micro_tiles(int level) {
 #ifdef ETRT_ISA_X86
   if (level >= isa::kAvx512) {
     static const Micro<float> k = [] {
-      const auto tile = []<int R, int W, int BS>() { return &micro_f32_avx512<R, W, BS>; };
+      const auto tile = []<int R, int W, int BS>() { return &micro_f32_avx512<R, W, BS, Seg>; };
       Micro<float> m = epilogue_set<8, 32>(tile);
       m.quarter = narrow_set<8, 8, 32>(tile);
       m.three_quarters = narrow_set<8, 24, 32>(tile);
@@ -395,20 +423,24 @@ inline const Micro<float>& micro_epilogue_kernels(int level) {
     return k;
   }
   if (level == 1) {
-    static const Micro<float> k = epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_avx2<R, W, BS>; });
+    static const Micro<float> k =
+        epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_avx2<R, W, BS, Seg>; });
     return k;
   }
 #endif
 #ifdef ETRT_ISA_ARM64
   (void)level;
-  static const Micro<float> neon = epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_neon<R, W, BS>; });
+  static const Micro<float> neon =
+      epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_neon<R, W, BS, Seg>; });
   return neon;
 #else
   (void)level;
-  static const Micro<float> base = epilogue_set<4, 8>([]<int R, int W, int BS>() { return &micro_base<float, R, W, BS>; });
+  static const Micro<float> base =
+      epilogue_set<4, 8>([]<int R, int W, int BS>() { return &micro_base<float, R, W, BS, Seg>; });
   return base;
 #endif
 }
+inline const Micro<float>& micro_epilogue_kernels(int level) { return micro_tiles<false>(level); }
 
 /// Packs rows [0, mc) x cols [0, kc) of A into MR-row panels: panel r holds a[p * MR + i] = A(r*MR + i, p).
 template <class T>

@@ -36,6 +36,11 @@ enum ArmLevel : int { kNeon = 0, kNeonDot = 1 };
 #define ETRT_TARGET_AVX512 gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 #define ETRT_TARGET_AVX512VNNI \
   gnu::target("avx512vnni,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+// A lambda inside a target function is compiled as its own function, without the enclosing target; one that uses
+// that level's intrinsics names it (the [[]] form after a lambda's parameters would apply to its type).
+#define ETRT_LAMBDA_AVX2 __attribute__((always_inline, target("avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")))
+#define ETRT_LAMBDA_AVX512 \
+  __attribute__((always_inline, target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")))
 #include <cpuid.h>
 #endif
 
