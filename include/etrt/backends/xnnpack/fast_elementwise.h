@@ -99,7 +99,8 @@ inline int64_t repeated_suffix(const ValueShape& part, const ValueShape& full) {
 }
 
 /// x = grid(x) over n values: a node's quantized output rounded while the block just written is in cache.
-inline void round_onto(const OutGrid& grid, float* x, int64_t n) {
+inline void round_onto(const OutGrid& grid_ref, float* x, int64_t n) {
+  const OutGrid grid = grid_ref;  // a copy the stores through x cannot alias (Note [captured scalars])
   kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
     using V = kernels::vec::Vec<L>;
     int64_t i = 0;
