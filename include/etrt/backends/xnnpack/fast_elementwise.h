@@ -100,9 +100,9 @@ inline int64_t repeated_suffix(const ValueShape& part, const ValueShape& full) {
 
 /// x = grid(x) over n values: a node's quantized output rounded while the block just written is in cache.
 inline void round_onto(const OutGrid& grid_ref, float* x, int64_t n) {
-  const OutGrid grid = grid_ref;  // a copy the stores through x cannot alias (Note [captured scalars])
   kernels::isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {
     using V = kernels::vec::Vec<L>;
+    const OutGrid grid = grid_ref;  // a copy the stores through x cannot alias (Note [captured scalars])
     int64_t i = 0;
     for (; i + L <= n; i += L) {
       V v;
@@ -171,15 +171,18 @@ inline void reals_to_bytes(const float* v, int64_t n, const OutGrid& grid, float
     return kernels::vec::round_small(kernels::vec::clamped(kernels::vec::clamped(x, grid.lo, grid.hi) * grid.inv,
                                                            grid.qlo, grid.qhi)) + o_zero;
   };
-  kernels::isa::dispatch_lanes([&, v, n, o, byte]<int L>() ETRT_ISA_INLINE {
+  kernels::isa::dispatch_lanes([&, v, n, o]<int L>() ETRT_ISA_INLINE {
+    // A local copy: the byte stores through o may alias any object whose address is known, the closure's too
+    // (Note [captured scalars]).
+    const auto to_byte = byte;
     int64_t i = 0;
     for (; i + L <= n; i += L) {
       kernels::vec::Vec<L> x;
       kernels::vec::load(x, v + i);
-      kernels::vec::store_bytes<L>(o + i, byte(x));
+      kernels::vec::store_bytes<L>(o + i, to_byte(x));
     }
     for (; i < n; ++i) {
-      const float b = byte(v[i]);
+      const float b = to_byte(v[i]);
       o[i] = b == b ? static_cast<uint8_t>(b) : uint8_t{255};  // NaN: no byte stands for it
     }
   });

@@ -37,9 +37,10 @@ namespace detail {
 /// The rounding of n, the reduction and the polynomial stay in vector-extension arithmetic, so that the compiler
 /// contracts them into multiply-adds exactly as it does vec::exp's.
 template <bool kTimesX, class Out>
-[[ETRT_TARGET_AVX512]] inline int64_t logistic_blocks_avx512(const float* x, float* y, int64_t n, const Out& out) {
+[[ETRT_TARGET_AVX512]] inline int64_t logistic_blocks_avx512(const float* x, float* y, int64_t n, const Out& out_ref) {
   using V = vec::Vec<16>;
   const __m512 lo = _mm512_set1_ps(vec::kExpLo), hi = _mm512_set1_ps(vec::kExpHi);
+  const Out out = out_ref;  // Note [captured scalars]
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     V v;
@@ -73,6 +74,7 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
 #endif
   return isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
     using V = vec::Vec<L>;
+    const Out o = out;  // Note [captured scalars]
     int64_t i = 0;
     for (; i + L <= n; i += L) {
       V v;
@@ -88,10 +90,10 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
       V s = 1.0f / (1.0f + e);
       s = v < -vec::kExpHi ? V{} : s;  // e^-v overflows: vec::exp's inf, 1 / inf
       if constexpr (kTimesX) {
-        vec::store(y + i, out(v * s));  // a NaN v makes the product NaN
+        vec::store(y + i, o(v * s));  // a NaN v makes the product NaN
       } else {
         s = v != v ? v : s;
-        vec::store(y + i, out(s));
+        vec::store(y + i, o(s));
       }
     }
     return i;
