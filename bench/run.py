@@ -124,6 +124,35 @@ def run_upstream(spec):
         os.unlink(f.name)
 
 
+class UpstreamServer:
+    """upstream_latency.py --serve in the export venv, kept running: each measure() times one program there right
+    after ours, so that both sides of a ratio see the same phase of a noisy host (the batch form ran all of ours,
+    then all of upstream's, tens of seconds apart)."""
+
+    def __init__(self):
+        self.proc = None
+        if UPSTREAM_PY.exists():
+            self.proc = subprocess.Popen([str(UPSTREAM_PY), str(HERE / "upstream_latency.py"), "--serve"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         text=True, cwd=tempfile.gettempdir())
+
+    def measure(self, item):
+        """{name: seconds or error}, or {} once the server is gone."""
+        if self.proc is None or self.proc.poll() is not None:
+            return {}
+        self.proc.stdin.write(json.dumps(item) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        return {}
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
 def zoo(pl):
     print("== zoo latency vs upstream portable_lib (separate process, its own venv)")
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
@@ -237,8 +266,9 @@ def xnnpack_programs():
 
 def xnnpack(pl, rounds=3):
     print(f"== XNNPACK-lowered programs vs upstream (its XNNPACK library) on the same file: median forward() per"
-          f" program, {rounds} rounds alternating ours and upstream, ratio = median over rounds; threads: ours"
-          f" {os.environ.get('ETRT_NUM_THREADS', 'all cores')}, upstream its default")
+          f" program, {rounds} rounds, each program timed in ours then at once in upstream's process, ratio ="
+          f" median over rounds; threads: ours {os.environ.get('ETRT_NUM_THREADS', 'all cores')}, upstream its"
+          f" default")
     progs = xnnpack_programs()
     spec = [{"name": n, "pte": str(pte), "method": "forward", "npz": str(npz), "inputs": [["tensor", "in0"]]}
             for n, pte, npz, _ in progs]
@@ -250,25 +280,31 @@ def xnnpack(pl, rounds=3):
     ours_torch = {n: [] for n, *_ in progs}
     theirs = {n: [] for n, *_ in progs}
     modules = {n: (pl._load_for_executorch(str(pte)), np.load(npz)["in0"]) for n, pte, npz, _ in progs}
-    for _ in range(rounds):
-        for n, (m, x) in modules.items():
-            ours[n].append(median_seconds(lambda: m.forward([x])))
-            if torch is not None:
-                tx = torch.from_numpy(x)
-                ours_torch[n].append(median_seconds(lambda: m.forward([tx])))
-        up = run_upstream(spec) or {}
-        for n in theirs:
-            if isinstance(up.get(n), float):
-                theirs[n].append(up[n])
+    upstream = UpstreamServer()
+    try:
+        for _ in range(rounds):
+            for item in spec:
+                n = item["name"]
+                m, x = modules[n]
+                ours[n].append(median_seconds(lambda: m.forward([x])))
+                if torch is not None:
+                    tx = torch.from_numpy(x)
+                    ours_torch[n].append(median_seconds(lambda: m.forward([tx])))
+                up = upstream.measure(item).get(n)
+                theirs[n].append(up if isinstance(up, float) else None)  # None keeps the rounds paired
+    finally:
+        upstream.close()
     for n, _, _, gflop in progs:
         t = statistics.median(ours[n])
         flops = f"   {gflop:5.2f} GFLOP at {gflop / t:5.1f} GFLOP/s" if gflop else ""
-        if theirs[n]:
-            ratio = statistics.median(o / u for o, u in zip(ours[n], theirs[n]))
-            line = (f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream {statistics.median(theirs[n]) * 1e3:8.3f} ms"
+        up = [u for u in theirs[n] if u is not None]
+        if up:
+            ratio = statistics.median(o / u for o, u in zip(ours[n], theirs[n]) if u is not None)
+            line = (f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream {statistics.median(up) * 1e3:8.3f} ms"
                     f"   ratio {ratio:5.2f}")
             if ours_torch[n]:
-                line += f" (torch in {statistics.median(o / u for o, u in zip(ours_torch[n], theirs[n])):5.2f})"
+                torch_ratio = statistics.median(o / u for o, u in zip(ours_torch[n], theirs[n]) if u is not None)
+                line += f" (torch in {torch_ratio:5.2f})"
             print(line + flops)
         else:
             print(f"  {n:16s} ours {t * 1e3:8.3f} ms   upstream n/a{flops}")

@@ -1,6 +1,7 @@
 """Runs in the UPSTREAM runtime's venv (executorch from PyPI): per-call latency of given .pte files.
 
     <export-venv>/bin/python bench/upstream_latency.py spec.json   ->  prints JSON {name: seconds or error}
+    <export-venv>/bin/python bench/upstream_latency.py --serve     ->  reads one spec item a line, answers each
 
 spec.json: [{"name":..., "pte":..., "method":..., "npz":..., "inputs": [["tensor"|"int"|"float", key], ...]}]
 """
@@ -40,33 +41,43 @@ def llm_latency(item):
         return {f"{item['name']} prefill": f"error: {type(e).__name__}: {str(e)[:120]}"}
 
 
+def latency(item, modules):
+    """{name: seconds or an error string} for one spec item; `modules` keeps loaded programs by path."""
+    if "llm" in item:
+        return llm_latency(item)
+    try:
+        if item["pte"] not in modules:
+            modules[item["pte"]] = _load_for_executorch(item["pte"])
+        m = modules[item["pte"]]
+        z = np.load(item["npz"]) if item.get("npz") else None
+        inputs = []
+        for kind, key in item["inputs"]:
+            if kind == "int":
+                inputs.append(int(z[key]))
+            elif kind == "float":
+                inputs.append(float(z[key]))
+            elif kind == "npy":
+                inputs.append(torch.from_numpy(np.load(key)))
+            else:
+                inputs.append(torch.from_numpy(np.ascontiguousarray(z[key])))
+        clone = item.get("clone", True)
+        if item.get("timing") == "best":  # per-call overhead: forward() itself, best batch (see timing.py)
+            return {item["name"]: best_seconds(lambda: m.forward(inputs, clone))}
+        return {item["name"]: median_seconds(lambda: m.run_method(item["method"], inputs, clone))}
+    except Exception as e:  # report, keep going
+        return {item["name"]: f"error: {type(e).__name__}: {str(e)[:120]}"}
+
+
 def main():
+    if sys.argv[1] == "--serve":  # one spec item per stdin line, one JSON result line each (bench/run.py pairs)
+        modules = {}
+        for line in sys.stdin:
+            print(json.dumps(latency(json.loads(line), modules)), flush=True)
+        return
     spec = json.loads(open(sys.argv[1]).read())
     out = {}
     for item in spec:
-        if "llm" in item:
-            out.update(llm_latency(item))
-            continue
-        try:
-            m = _load_for_executorch(item["pte"])
-            z = np.load(item["npz"]) if item.get("npz") else None
-            inputs = []
-            for kind, key in item["inputs"]:
-                if kind == "int":
-                    inputs.append(int(z[key]))
-                elif kind == "float":
-                    inputs.append(float(z[key]))
-                elif kind == "npy":
-                    inputs.append(torch.from_numpy(np.load(key)))
-                else:
-                    inputs.append(torch.from_numpy(np.ascontiguousarray(z[key])))
-            clone = item.get("clone", True)
-            if item.get("timing") == "best":  # per-call overhead: forward() itself, best batch (see timing.py)
-                out[item["name"]] = best_seconds(lambda: m.forward(inputs, clone))
-            else:
-                out[item["name"]] = median_seconds(lambda: m.run_method(item["method"], inputs, clone))
-        except Exception as e:  # report, keep going
-            out[item["name"]] = f"error: {type(e).__name__}: {str(e)[:120]}"
+        out.update(latency(item, {}))
     print(json.dumps(out))
 
 
