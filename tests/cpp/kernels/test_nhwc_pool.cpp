@@ -1,5 +1,6 @@
-// NHWC max pooling (kernels/util/nhwc_pool.h), the XNNPACK delegate's MaxPooling2d: windows against a direct
-// reference over strides, dilations, asymmetric padding, channel counts off the vector width, and NaN.
+// NHWC max and average pooling (kernels/util/nhwc_pool.h), the XNNPACK delegate's MaxPooling2d and AvgPooling2d:
+// windows against a direct reference over strides, dilations, asymmetric padding, channel counts off the vector
+// width, and NaN.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -68,6 +69,55 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
       CHECK(nans > 0);
     }
   });
+}
+
+TEST_CASE("nhwc average pooling: the mean of the in-bounds taps, summed in window order, at every level", "[packed][pool]") {
+  struct Case {
+    int64_t n, h, w, c, k, s, pt, pl, pb, pr;
+  };
+  const Case cases[] = {{2, 4, 4, 12, 2, 2, 0, 0, 0, 0},     // xnn_cnn's pool
+                        {1, 9, 7, 19, 3, 1, 1, 1, 1, 1},     // padding: edge windows count fewer taps
+                        {1, 8, 9, 37, 3, 2, 0, 1, 2, 1},     // asymmetric padding, channels off the width
+                        {1, 3, 3, 5, 2, 1, 2, 2, 2, 2},      // windows entirely in the padding give 0
+                        {1, 5, 6, 8, 5, 1, 2, 2, 2, 2}};
+  each_level([&] {
+    for (const Case& t : cases) {
+      nhwc::Geometry g;
+      g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = 1;
+      g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
+      g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, 1);
+      g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, 1);
+      REQUIRE(g.valid());
+      std::mt19937 rng(4);
+      std::uniform_real_distribution<float> u(-5, 5);
+      std::vector<float> in(static_cast<size_t>(g.N * g.H * g.W * g.C));
+      for (auto& v : in) v = u(rng);
+      std::vector<float> out(static_cast<size_t>(g.N * g.OH * g.OW * g.C), 123.f);
+      REQUIRE(nhwc::avg_pool(g, in.data(), out.data()));
+      INFO("H " << g.H << " C " << g.C << " k " << t.k << " s " << t.s);
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          for (int64_t ow = 0; ow < g.OW; ++ow)
+            for (int64_t c = 0; c < g.C; ++c) {
+              float sum = 0.f;  // the portable avg_pool2d's float sum in the same order
+              int count = 0;
+              for (int64_t kh = 0; kh < t.k; ++kh)
+                for (int64_t kw = 0; kw < t.k; ++kw) {
+                  const int64_t ih = oh * t.s - t.pt + kh, iw = ow * t.s - t.pl + kw;
+                  if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                  sum += in[((n * g.H + ih) * g.W + iw) * g.C + c];
+                  ++count;
+                }
+              REQUIRE(out[((n * g.OH + oh) * g.OW + ow) * g.C + c] == (count ? sum / static_cast<float>(count) : 0.f));
+            }
+    }
+  });
+  nhwc::Geometry big;  // 81 taps: more than the tap list holds, left to the portable kernel
+  big.N = 1, big.H = big.W = 9, big.C = big.O = 4, big.KH = big.KW = 9, big.OH = big.OW = 1;
+  REQUIRE(big.valid());
+  std::vector<float> in(9 * 9 * 4, 1.f), out(4, 7.f);
+  CHECK_FALSE(nhwc::avg_pool(big, in.data(), out.data()));
+  CHECK(out[0] == 7.f);
 }
 
 TEST_CASE("nhwc global average pool: tails, long sums, NaN and infinity, against a double reference", "[nhwc][pool]") {

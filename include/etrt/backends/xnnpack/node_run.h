@@ -356,7 +356,27 @@ Status convolution(const NodeRun& r, const Node& n) {
                                      n.conv[12], o);
 }
 
+/// The pooling window of a MaxPooling2d or AvgPooling2d node on NHWC activations, where its shapes and fields
+/// make a valid one with one output channel per input channel.
+inline std::optional<kernels::nhwc::Geometry> pooling_geometry(const NodeRun& r, const Node& n) {
+  const ValueShape& xs = r.shapes[n.inputs[0]];
+  const ValueShape& os = r.shapes[n.output];
+  if (xs.rank != 4 || os.rank != 4) return std::nullopt;
+  kernels::nhwc::Geometry geo;
+  geo.N = xs.d[0], geo.H = xs.d[1], geo.W = xs.d[2], geo.C = xs.d[3];
+  geo.OH = os.d[1], geo.OW = os.d[2], geo.O = os.d[3];
+  geo.KH = n.conv[4], geo.KW = n.conv[5], geo.sh = n.conv[6], geo.sw = n.conv[7];
+  geo.dh = std::max<uint32_t>(n.conv[8], 1), geo.dw = std::max<uint32_t>(n.conv[9], 1);
+  geo.pt = n.conv[0], geo.pr = n.conv[1], geo.pb = n.conv[2], geo.pl = n.conv[3];
+  if (!geo.valid() || geo.O != geo.C || os.d[0] != geo.N) return std::nullopt;
+  return geo;
+}
+
+/// The NHWC loop (kernels/util/nhwc_pool.h) where the window geometry holds, else the portable kernel.
 inline Status avg_pooling(const NodeRun& r, const Node& n) {
+  if (const auto geo = pooling_geometry(r, n); geo && geo->dh == 1 && geo->dw == 1 &&
+                                               kernels::nhwc::avg_pool(*geo, r.ptr[n.inputs[0]], r.ptr[n.output]))
+    return {};
   std::array<int64_t, 2> pad{};
   ETRT_TRY(Tensor x, r.spatial_input(n, 0.f, pad));  // symmetric padding only: checks::avg_pooling
   ETRT_TRY(Tensor o, r.nchw(n.output));
@@ -367,19 +387,9 @@ inline Status avg_pooling(const NodeRun& r, const Node& n) {
 /// The NHWC loop (kernels/util/nhwc_pool.h) where the window geometry holds, else the portable kernel, whose errors
 /// name what is wrong.
 inline Status max_pooling(const NodeRun& r, const Node& n) {
-  const ValueShape& xs = r.shapes[n.inputs[0]];
-  const ValueShape& os = r.shapes[n.output];
-  if (xs.rank == 4 && os.rank == 4) {
-    kernels::nhwc::Geometry geo;
-    geo.N = xs.d[0], geo.H = xs.d[1], geo.W = xs.d[2], geo.C = xs.d[3];
-    geo.OH = os.d[1], geo.OW = os.d[2], geo.O = os.d[3];
-    geo.KH = n.conv[4], geo.KW = n.conv[5], geo.sh = n.conv[6], geo.sw = n.conv[7];
-    geo.dh = std::max<uint32_t>(n.conv[8], 1), geo.dw = std::max<uint32_t>(n.conv[9], 1);
-    geo.pt = n.conv[0], geo.pr = n.conv[1], geo.pb = n.conv[2], geo.pl = n.conv[3];
-    if (geo.valid() && geo.O == geo.C && os.d[0] == geo.N) {
-      kernels::nhwc::max_pool(geo, r.ptr[n.inputs[0]], r.ptr[n.output]);
-      return {};
-    }
+  if (const auto geo = pooling_geometry(r, n)) {
+    kernels::nhwc::max_pool(*geo, r.ptr[n.inputs[0]], r.ptr[n.output]);
+    return {};
   }
   std::array<int64_t, 2> pad{};
   ETRT_TRY(Tensor x, r.spatial_input(n, -std::numeric_limits<float>::infinity(), pad));

@@ -1,7 +1,8 @@
 // 2-D max pooling on NHWC activations (the layout XNNPACK payloads use), float: per output pixel, the maximum of
 // the window's in-bounds taps, eight channels at a time along the contiguous channel dim. Padding taps count as
 // -infinity (a window entirely in the padding gives -infinity), a NaN in the window gives NaN, as torch's max_pool2d.
-// No indices are computed: an XNNPACK MaxPooling2d node has none.
+// No indices are computed: an XNNPACK MaxPooling2d node has none. Average pooling (AvgPooling2d) lists the same
+// windows and takes the mean of their in-bounds taps.
 // Global average pooling (XNNPACK's GlobalAvgPooling2d, the squeeze of efficientnet's squeeze-and-excitation
 // blocks): per channel, the mean over the pixels, along the contiguous channels.
 #pragma once
@@ -30,35 +31,53 @@ template <class T>
 /// The most taps a window gathers into its tap list; a larger window reads its taps through the output instead.
 inline constexpr int64_t kMaxPoolTaps = 64;
 
-/// Output rows [r0, r1) (row = n * OH + oh); O == C. The window's in-bounds taps are listed once per output pixel,
-/// then each register of channels takes their maximum in a register and is stored once. A window wholly inside the
-/// input lists its taps as the window's corner plus offsets computed once: the bounds checks of every tap cost
-/// more than a small-channel pixel's maxima (a 2x2 window over 8 channels: 12 ns a pixel, 4 with the offsets).
+/// A pooling window's in-bounds taps, listed once per output pixel. A window wholly inside the input lists them
+/// as the window's corner plus offsets computed once: the bounds checks of every tap cost more than a
+/// small-channel pixel's maxima (a 2x2 window over 8 channels: 12 ns a pixel, 4 with the offsets).
+class WindowTaps {
+ public:
+  explicit WindowTaps(const Geometry& g) : g_(g), all_(g.KH * g.KW <= kMaxPoolTaps ? g.KH * g.KW : 0) {
+    for (int64_t t = 0; t < all_; ++t) offsets_[t] = ((t / g.KW) * g.dh * g.W + (t % g.KW) * g.dw) * g.C;
+  }
+  /// Whether windows fit the list (at most kMaxPoolTaps taps).
+  bool listed() const { return all_ > 0; }
+  /// Lists output pixel (n, oh, ow)'s taps into taps(); returns how many.
+  [[gnu::always_inline]] int64_t list(const float* in, int64_t n, int64_t oh, int64_t ow) {
+    const int64_t ih0 = oh * g_.sh - g_.pt, iw0 = ow * g_.sw - g_.pl;
+    int64_t nt = 0;
+    if (ih0 >= 0 && ih0 + (g_.KH - 1) * g_.dh < g_.H && iw0 >= 0 && iw0 + (g_.KW - 1) * g_.dw < g_.W) {
+      const float* corner = in + ((n * g_.H + ih0) * g_.W + iw0) * g_.C;
+      for (; nt < all_; ++nt) taps_[nt] = corner + offsets_[nt];
+    } else {
+      for_each_tap(g_, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps_[nt++] = x; });
+    }
+    return nt;
+  }
+  const float* const* taps() const { return taps_; }
+
+ private:
+  const Geometry& g_;
+  int64_t all_;
+  const float* taps_[kMaxPoolTaps];
+  int64_t offsets_[kMaxPoolTaps];
+};
+
+/// Output rows [r0, r1) (row = n * OH + oh); O == C. Each register of channels takes the maximum of the window's
+/// taps (WindowTaps) in a register and is stored once.
 inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
   isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
     using V = vec::Vec<L>;
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t C = g.C;
-    const bool listed = g.KH * g.KW <= kMaxPoolTaps;
-    const float* taps[kMaxPoolTaps];
-    int64_t offsets[kMaxPoolTaps];
-    const int64_t all_taps = listed ? g.KH * g.KW : 0;
-    for (int64_t t = 0; t < all_taps; ++t) offsets[t] = ((t / g.KW) * g.dh * g.W + (t % g.KW) * g.dw) * C;
+    WindowTaps window(g);
+    const bool listed = window.listed();
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t oh = row % g.OH, n = row / g.OH;
-      const int64_t ih0 = oh * g.sh - g.pt;
-      const bool rows_inside = ih0 >= 0 && ih0 + (g.KH - 1) * g.dh < g.H;
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         float* o = out + (row * g.OW + ow) * C;
         if (listed) {
-          int64_t nt = 0;
-          const int64_t iw0 = ow * g.sw - g.pl;
-          if (rows_inside && iw0 >= 0 && iw0 + (g.KW - 1) * g.dw < g.W) {
-            const float* corner = in + ((n * g.H + ih0) * g.W + iw0) * C;
-            for (; nt < all_taps; ++nt) taps[nt] = corner + offsets[nt];
-          } else {
-            for_each_tap(g, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps[nt++] = x; });
-          }
+          const int64_t nt = window.list(in, n, oh, ow);
+          const float* const* taps = window.taps();
           int64_t c = 0;
           for (; c + L <= C; c += L) {
             // The maximum through `v > m ? v : m` (one vmaxps a tap) and the window's last NaN aside, off that
@@ -94,15 +113,67 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
   });
 }
 
+/// Output rows [r0, r1) of average pooling; O == C, windows listed (WindowTaps::listed). Each output pixel is the
+/// sum of its window's in-bounds taps in the window's row-major order, divided by their count (the padding is not
+/// counted, as avg_pool2d with count_include_pad=False, the portable kernel the delegate ran before: the same sums
+/// in the same order, so the same floats); a window with no tap inside gives 0, as there.
+inline void avg_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
+  isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
+    using V = vec::Vec<L>;
+    const int64_t C = g.C;
+    WindowTaps window(g);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t oh = row % g.OH, n = row / g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        float* o = out + (row * g.OW + ow) * C;
+        const int64_t nt = window.list(in, n, oh, ow);
+        const float* const* taps = window.taps();
+        if (nt == 0) {
+          std::fill(o, o + C, 0.f);
+          continue;
+        }
+        const float count = static_cast<float>(nt);
+        int64_t c = 0;
+        for (; c + L <= C; c += L) {
+          V sum{}, v;
+          for (int64_t t = 0; t < nt; ++t) {
+            vec::load(v, taps[t] + c);
+            sum += v;
+          }
+          vec::store(o + c, sum / count);
+        }
+        for (; c < C; ++c) {
+          float sum = 0.f;
+          for (int64_t t = 0; t < nt; ++t) sum += taps[t][c];
+          o[c] = sum / count;
+        }
+      }
+    }
+  });
+}
+
+/// Runs rows(r0, r1) over the N * OH output rows of g, on the pool when the work is worth it.
+template <class Rows>
+inline void pool_rows(const Geometry& g, Rows rows_fn) {
+  const int64_t rows = g.N * g.OH;
+  const int64_t work = rows * g.OW * g.C * g.KH * g.KW;
+  if (work < min_parallel_work() || rows < 2) rows_fn(0, rows);
+  else parallel_for(rows, 1, rows_fn);
+}
+
 }  // namespace detail
 
 /// out [N, OH, OW, C] = max pooling of in [N, H, W, C] over g's window (g.O == g.C; the geometry is valid).
 inline void max_pool(const Geometry& g, const float* in, float* out) {
-  const int64_t rows = g.N * g.OH;
-  const int64_t work = rows * g.OW * g.C * g.KH * g.KW;
-  const auto run = [&](int64_t r0, int64_t r1) { detail::max_pool_rows(g, in, out, r0, r1); };
-  if (work < min_parallel_work() || rows < 2) run(0, rows);
-  else parallel_for(rows, 1, run);
+  detail::pool_rows(g, [&](int64_t r0, int64_t r1) { detail::max_pool_rows(g, in, out, r0, r1); });
+}
+
+/// out [N, OH, OW, C] = average pooling of in [N, H, W, C] over g's window, the padding not counted (g.O == g.C;
+/// the geometry is valid); false (nothing written) for a window of more than kMaxPoolTaps taps.
+inline bool avg_pool(const Geometry& g, const float* in, float* out) {
+  if (!detail::WindowTaps(g).listed()) return false;
+  detail::pool_rows(g, [&](int64_t r0, int64_t r1) { detail::avg_pool_rows(g, in, out, r0, r1); });
+  return true;
 }
 
 namespace detail {
