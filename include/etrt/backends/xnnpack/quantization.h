@@ -35,7 +35,7 @@ using kernels::vec::grid_point;
 /// variables, whose addresses the compiler cannot tell from `out`'s: every store through out might change them, so
 /// each iteration reloaded and re-broadcast all of them (six loads, four adds and eight broadcasts for eight
 /// floats at AVX2). fake_quantize, one core: AVX2 0.32 -> 0.17 ns a float, AVX-512 0.21 -> 0.15, baseline 0.71 ->
-/// 0.33; at AVX2 it was a fifth of an int8 mobilenet_v2's time, which the float path rounds layer by layer.
+/// 0.33; at AVX2 it was a sixth of an int8 mobilenet_v2's time, which the float path rounds layer by layer.
 template <int L, class Step>
 [[gnu::always_inline]] inline void map_floats(const float* in, float* out, int64_t n, Step step) {
   int64_t i = 0;

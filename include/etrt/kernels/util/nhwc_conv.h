@@ -289,7 +289,7 @@ namespace detail {
 /// i - 1's, so the micro-kernel reads them in place with that row stride against the KW * C rows of B for kh. The
 /// kernel rows inside the input are one micro-kernel call's runs (gemm::detail::Tile::segments), summed in
 /// registers: as one call each, adding into C, the calls and C's loads and stores cost a 16 x 16 x 3 -> 8 stem (N 2)
-/// a fifth of its time (one core: 7.0 -> 5.8 us; mobilenet_v2's stem 258 -> 236 us, resnet18's 7x7 one 2.28 ->
+/// a sixth of its time (one core: 7.0 -> 6.1 us; mobilenet_v2's stem 258 -> 236 us, resnet18's 7x7 one 2.28 ->
 /// 2.11 ms). Pixels whose window leaves the input along W (the row's ends) take the gathered path. The gather cost as
 /// much as the multiply for a 3-channel stem (K = 27); a strided 1x1 convolution (a ResNet's downsample) reads its
 /// pixels so too.
