@@ -29,7 +29,7 @@ std::filesystem::path xnn_dir() { return etrt::test::fixture_dir().parent_path()
 
 const char* const kFixtures[] = {"xnn_mlp",         "xnn_cnn",     "xnn_dwsep",    "xnn_transformer",
                                  "xnn_elementwise", "xnn_spatial", "xnn_ceilpool", "xnn_silu",
-                                 "xnn_winograd",    "xnn_se"};
+                                 "xnn_winograd",    "xnn_se",      "xnn_avgpool"};
 
 }  // namespace
 

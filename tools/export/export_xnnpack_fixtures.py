@@ -167,6 +167,22 @@ class CeilPool(nn.Module):
         return F.max_pool2d(self.conv(x), 3, stride=2, ceil_mode=True)
 
 
+class AvgPool(nn.Module):
+    """Average pooling as the partitioner lowers it: padded windows that do not count the padding
+    (count_include_pad=False; the default, which counts it, stays outside the delegate), at strides 1 and 2, and an
+    unpadded 2x2, over 19 channels (not a whole register of them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 19, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        a = F.avg_pool2d(y, 3, stride=1, padding=1, count_include_pad=False)
+        b = F.avg_pool2d(y, 3, stride=2, padding=1, count_include_pad=False)
+        return a, b, F.avg_pool2d(y, 2)
+
+
 class Silu(nn.Module):
     """efficientnet's activation, SiLU, which the exporter lowers to Sigmoid and Multiply: after a convolution, a
     depthwise convolution and a linear layer (the runtime computes these as the layer writes its output), once
@@ -250,6 +266,7 @@ def fixtures():
         "xnn_silu": (Silu(), (3 * torch.randn(2, 3, 10, 11),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_winograd": (Winograd(), (torch.randn(1, 16, 24, 24),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_se": (SqueezeExcite(), (torch.randn(1, 24, 12, 12),), {"rtol": 1e-4, "atol": 1e-5}),
+        "xnn_avgpool": (AvgPool(), (torch.randn(2, 3, 11, 13),), {"rtol": 1e-5, "atol": 1e-6}),
     }
 
 
