@@ -527,24 +527,25 @@ inline constexpr int64_t kDepthwisePixelChunk = 8;
   if (clamp) a = _mm512_min_ps(hi, _mm512_max_ps(lo, a));  // a NaN is the second operand: it stays NaN
   _mm512_storeu_ps(o, a);
 }
-/// Note [depthwise pixel groups]: the interior walk of depthwise_window_body on AVX-512 at stride S (1, or 2 for
-/// 3x3), output pixels [ow_a, ow_b) of one row, channels [0, vec_end). The one-pixel loop adds a pixel's KH x KW
-/// taps into one sum, a chain of dependent FMAs (9 x 4 cycles for 3x3 on Zen 4) that overlapped with about one other
-/// pixel's: it ran at 16-22 cycles a pixel and register of channels where the FMAs alone need 9. Here four
-/// neighbouring pixels are summed at once, four independent chains, and each input of a window row, loaded once, is
-/// multiplied into every one of the windows that holds it (KW + 3 S loads for 4 x KW FMAs). 5x5 keeps its 25
-/// weights, 4 sums and the input in 30 of the 32 registers, and measured faster with 4 pixels than with 2 or 3; at
-/// stride 2 it measured slower than the one-pixel loop, which keeps it. Each pixel's taps still add in the order kh,
+/// Note [depthwise pixel groups]: the interior walk of depthwise_window_body on AVX-512 at stride S (1 or 2), output
+/// pixels [ow_a, ow_b) of one row, channels [0, vec_end). The one-pixel loop adds a pixel's KH x KW taps into one
+/// sum, a chain of dependent FMAs (9 x 4 cycles for 3x3 on Zen 4) that overlapped with about one other pixel's: it
+/// ran at 16-22 cycles a pixel and register of channels where the FMAs alone need 9. Here P neighbouring pixels are
+/// summed at once, P independent chains, and each input of a window row, loaded once, is multiplied into every one
+/// of the windows that holds it (KW + (P - 1) S loads for P x KW FMAs). At stride 1, P = 4: 5x5 keeps its 25
+/// weights, 4 sums and the input in 30 of the 32 registers, and measured faster with 4 pixels than with 2 or 3 (3x3
+/// too). At stride 2, P = 2: four 5x5 windows measured slower than the one-pixel loop, pairs faster (one Zen 4 core:
+/// efficientnet_b0's 56 x 56 x 144 layer 126 -> 103 us, its 14 x 14 x 672 one 37.6 -> 34.6), and 3x3 pairs 4% faster
+/// than fours (112 x 112 x 96: 129 -> 124 us). Each pixel's taps still add in the order kh,
 /// kw from its bias, in FMAs as the one-pixel loop's contracted `a += v * w`: the same sums. The empty asm
 /// statements keep GCC from folding each use's load into its FMA (a load per use) and from precomputing every tap's
 /// address (registers spilled): without them the groups ran no faster than single pixels.
-template <int KH, int KW, int S>
+template <int KH, int KW, int S, int P = 4>
 [[ETRT_TARGET_AVX512]] inline void depthwise_groups_avx512(const float* corner0, int64_t line_stride, int64_t C,
                                                           const float* filter, int64_t O, const float* bias,
                                                           bool clamp, float lo, float hi, float* orow,
                                                           int64_t ow_a, int64_t ow_b, int64_t vec_end,
                                                           int64_t chunk) {
-  constexpr int P = 4;
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   for (int64_t ow0 = ow_a; ow0 < ow_b; ow0 += chunk) {
     const int64_t ow1 = std::min(ow_b, ow0 + chunk);
@@ -624,8 +625,8 @@ template <int Lanes, int KH, int KW>
     const auto walk = [&]<bool Checked>(int64_t ow_a, int64_t ow_b) ETRT_ISA_INLINE {
 #ifdef ETRT_ISA_X86
       if constexpr (Lanes == 16 && !Checked) {
-        if (sw == 1 || (sw == 2 && KW == 3)) {  // Note [depthwise pixel groups]
-          const auto groups = sw == 1 ? &depthwise_groups_avx512<KH, KW, 1> : &depthwise_groups_avx512<KH, KW, 2>;
+        if (sw == 1 || sw == 2) {  // Note [depthwise pixel groups]
+          const auto groups = sw == 1 ? &depthwise_groups_avx512<KH, KW, 1> : &depthwise_groups_avx512<KH, KW, 2, 2>;
           groups(in + row0 - pl * C, W * C, C, filter, O, ep.bias, clamp, lo, hi, orow, ow_a, ow_b, vec_end,
                  kDepthwisePixelChunk);
           if (vec_end < O)
