@@ -186,7 +186,12 @@ TEST_CASE("int8 convolution: windows, padding taps and groups match the float co
                         // Kernel rows of at most 16 bytes, copied 16 at a time (nhwc::gather_short_windows): a
                         // stem over several packing blocks of rows, and rows of exactly 16 bytes.
                         {geo(2, 41, 38, 3, 8, 3, 2, 1), 1},
-                        {geo(1, 11, 13, 4, 6, 4, 1, 1), 1}};
+                        {geo(1, 11, 13, 4, 6, 4, 1, 1), 1},
+                        // Kernel rows of 17 to 32 bytes, copied 32 at a time: resnet's 7 x 7 stem (21 bytes) over
+                        // several packing blocks, 18 bytes, and exactly 32.
+                        {geo(2, 40, 37, 3, 16, 7, 2, 3), 1},
+                        {geo(1, 10, 12, 6, 5, 3, 1, 1), 1},
+                        {geo(1, 9, 11, 8, 7, 4, 2, 2), 1}};
   const float sx = 0.05f;
   const int32_t zx = -7;
   for (const Case& t : cases) {

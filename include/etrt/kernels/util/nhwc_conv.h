@@ -170,12 +170,15 @@ inline void gather_whole_windows(const Geometry& g, const T* in, int64_t row, in
   }
 }
 
-/// gather_whole_windows for byte windows whose kernel rows are at most 16 bytes (KW * C <= 16: a 3-channel stem's
-/// 3 x 3 window is 9): a window inside the input copies each kernel row as one 16-byte move, the bytes past the
-/// row landing where the next kernel row or the next window row is written after it. Copying the 9 bytes exactly
-/// (two overlapping 8-byte moves and the edge checks per kernel row) took as long as the stem's whole int8 GEMM.
-/// dst needs 16 writable bytes past the last row's KH * KW * C; in needs 16 readable bytes past a window's last
-/// kernel row (conv_input_bytes gives 64).
+/// gather_whole_windows for byte windows whose kernel rows are at most Move bytes (KW * C <= 16: a 3-channel stem's
+/// 3 x 3 window is 9; <= 32: a 7 x 7 one is 21): a window inside the input copies each kernel row as one Move-byte
+/// move, the bytes past the row landing where the next kernel row or the next window row is written after it.
+/// Copying the 9 bytes exactly (two overlapping 8-byte moves and the edge checks per kernel row) took as long as the
+/// stem's whole int8 GEMM, and copying resnet18's 21 exactly a quarter of its 7 x 7 stem's int8 convolution (with
+/// the row tails zeroed without a memset call, qgemm::detail::block, one Zen 4 core: 820 -> 705-740 us). dst needs
+/// Move writable bytes past the last row's KH * KW * C; in needs Move readable bytes past a window's last kernel row
+/// (conv_input_bytes gives 64).
+template <int Move>
 inline void gather_short_windows(const Geometry& g, const uint8_t* in, int64_t row, int64_t rows, uint8_t pad,
                                  uint8_t* dst, int64_t ld) {
   int64_t ow = row % g.OW, oh = row / g.OW % g.OH, n = row / g.OW / g.OH;
@@ -185,7 +188,7 @@ inline void gather_short_windows(const Geometry& g, const uint8_t* in, int64_t r
     if (ih0 >= 0 && ih0 + (g.KH - 1) * g.dh < g.H && iw0 >= 0 && iw0 + g.KW <= g.W) {
       const uint8_t* src = in + ((n * g.H + ih0) * g.W + iw0) * g.C;
       uint8_t* out = dst + r * ld;
-      for (int64_t kh = 0; kh < g.KH; ++kh) std::memcpy(out + kh * run, src + kh * g.dh * pixel_row, 16);
+      for (int64_t kh = 0; kh < g.KH; ++kh) std::memcpy(out + kh * run, src + kh * g.dh * pixel_row, Move);
     } else {
       gather_whole_windows(g, in, row + r, 1, pad, dst + r * ld, ld);
     }
@@ -233,7 +236,8 @@ struct ByteWindowRows {
 
   void operator()(int64_t i, int64_t rows, uint8_t* dst, int64_t lda) const {
     const int64_t k = g.KH * g.KW * cg;
-    if (cg == g.C && g.dw == 1 && g.KW * g.C <= 16) return gather_short_windows(g, in, i, rows, pad, dst, lda);
+    if (cg == g.C && g.dw == 1 && g.KW * g.C <= 16) return gather_short_windows<16>(g, in, i, rows, pad, dst, lda);
+    if (cg == g.C && g.dw == 1 && g.KW * g.C <= 32) return gather_short_windows<32>(g, in, i, rows, pad, dst, lda);
     if (cg == g.C && g.dw == 1) return gather_whole_windows(g, in, i, rows, pad, dst, lda);
     for (int64_t r = 0; r < rows; ++r) gather_window(g, in, c0, cg, i + r, int64_t{0}, k, pad, dst + r * lda);
   }

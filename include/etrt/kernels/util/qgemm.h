@@ -544,8 +544,18 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
     [[maybe_unused]] const bool in_place = a != nullptr;  // read by the AMX tiles only
     if (!a) {
       pack_a(ic, mc, apack, lda);
-      if (lda > B.k)  // the bytes past k meet zero weights; zeroed so that no uninitialised byte is read
-        for (int64_t r = 0; r < mc; ++r) std::memset(apack + r * lda + B.k, 0, static_cast<size_t>(lda - B.k));
+      // The bytes past k meet zero weights; zeroed so that no uninitialised byte is read. Up to three for the VNNI
+      // rows, stored one by one: a memset call per row took 4% of a 7 x 7 stem's convolution.
+      const int64_t tail = lda - B.k;
+      for (int64_t r = 0; r < mc && tail > 0; ++r) {
+        uint8_t* t = apack + r * lda + B.k;
+        switch (tail) {
+          case 3: t[2] = 0; [[fallthrough]];
+          case 2: t[1] = 0; [[fallthrough]];
+          case 1: t[0] = 0; break;
+          default: std::memset(t, 0, static_cast<size_t>(tail));
+        }
+      }
       a = apack;
       a_stride = lda;
     }
