@@ -315,6 +315,23 @@ TEST_CASE("XNNPACK quantization: SiLU chains between int8 convolutions read and 
   CHECK(tabulated == 4);
 }
 
+TEST_CASE("XNNPACK quantization: a max pool between int8 convolutions pools bytes", "[xnnpack][quantized]") {
+  // q_resnet_stem_xnnpack: the 7x7 stem, the pool, the block's convolutions and the residual add hold their int8
+  // activations as bytes; the pool's input and output among them (ByteForm::Joint, nhwc::max_pool_bytes). Its
+  // results: pytest's bit-exact comparison with upstream.
+  const auto made = etrt::test::create_executor("q_resnet_stem_xnnpack", "xnnpack_quantized");
+  if (!kernels::qgemm::has_vnni()) return;  // no int8 GEMM: nothing writes bytes
+  const Graph& graph = made.executor->graph();
+  int pools = 0;
+  for (const Node& n : graph.nodes) {
+    if (n.kind_name != "XNNMaxPooling2d") continue;
+    ++pools;
+    CHECK(made.executor->holds_bytes(n.inputs[0]));
+    CHECK(made.executor->holds_bytes(n.output));
+  }
+  CHECK(pools == 1);
+}
+
 TEST_CASE("XNNPACK: the byte table lookup of every length and offset equals the scalar definition",
           "[xnnpack][quantized][byte]") {
   std::mt19937 gen(11);

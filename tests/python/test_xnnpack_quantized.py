@@ -82,7 +82,8 @@ def _int8_kernels_here():
         return False
 
 
-@pytest.mark.parametrize("name", ["q_mobilenet_stage_xnnpack", "q_efficientnet_stage_xnnpack", "q_gelu_mlp_xnnpack"])
+@pytest.mark.parametrize("name", ["q_mobilenet_stage_xnnpack", "q_efficientnet_stage_xnnpack", "q_gelu_mlp_xnnpack",
+                                  "q_resnet_stem_xnnpack"])
 def test_byte_activations_setting_keeps_upstreams_results(portable_lib, tmp_path, name):
     """The stage fixtures hold their int8 activations as bytes by default (Note [byte activations]);
     ETRT_BYTE_ACTIVATIONS=0 holds them as floats on their grids (and the GELU and tanh chains of q_gelu_mlp then run

@@ -179,6 +179,22 @@ class EfficientNetStage(nn.Module):
         return self.project2(F.silu(self.dw2(F.silu(self.expand2(x)))))
 
 
+class ResNetStem(nn.Module):
+    """resnet18's stem: a 7x7 stride-2 convolution over 3 channels (21-byte kernel rows), ReLU, a 3x3 stride-2 max
+    pool with padding (windows at the edges partly outside), then a basic block's 3x3 convolutions and residual add
+    over 40 channels, the feature map itself the output. The pool sits between int8 convolutions, so it pools
+    bytes (Note [byte activations])."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 40, 7, stride=2, padding=3)
+        self.c1, self.c2 = nn.Conv2d(40, 40, 3, padding=1), nn.Conv2d(40, 40, 3, padding=1)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.stem(x)), 3, stride=2, padding=1)
+        return F.relu(self.c2(F.relu(self.c1(x))) + x)
+
+
 def calibrate(model, example):
     torch.manual_seed(SEED + 1)
     for _ in range(8):
@@ -227,7 +243,7 @@ def fixtures():
     torch.manual_seed(SEED)
     mlp, cnn, block = MLP().eval(), CNN().eval(), InvertedResidual().eval()
     mbconv, silu_mlp, gelu_mlp = MBConv().eval(), SiluMLP().eval(), GeluMLP().eval()
-    stage, effstage = MobileNetStage().eval(), EfficientNetStage().eval()
+    stage, effstage, stem = MobileNetStage().eval(), EfficientNetStage().eval(), ResNetStem().eval()
     with torch.no_grad():
         cnn.bn.running_mean.uniform_(-0.5, 0.5)
         cnn.bn.running_var.uniform_(0.5, 1.5)
@@ -244,6 +260,7 @@ def fixtures():
         "q_mbconv_xnnpack": (mbconv, (2 * torch.randn(1, 3, 12, 10),), False, True),
         "q_mobilenet_stage_xnnpack": (stage, (torch.randn(1, 3, 32, 28),), False, True),
         "q_efficientnet_stage_xnnpack": (effstage, (torch.randn(1, 3, 32, 28),), False, True),
+        "q_resnet_stem_xnnpack": (stem, (torch.randn(1, 3, 38, 34),), False, True),
         "q_silu_mlp_dynamic_xnnpack": (silu_mlp, (torch.randn(3, 16),), True, True),
         "q_gelu_mlp_xnnpack": (gelu_mlp, (2 * torch.randn(6, 16),), False, True),
         "q_mlp_static_portable": (mlp, x_mlp, False, False),

@@ -71,6 +71,51 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
   });
 }
 
+TEST_CASE("nhwc max pooling of bytes: the largest byte of each window, 0 for one wholly in the padding", "[byte][pool]") {
+  struct Case {
+    int64_t n, h, w, c, k, s, d, pt, pl, pb, pr;
+  };
+  const Case cases[] = {{1, 112, 112, 64, 3, 2, 1, 1, 1, 1, 1},  // resnet18_q8's stem pool
+                        {2, 7, 9, 13, 2, 2, 1, 0, 0, 0, 0},      // channels off every vector width
+                        {1, 8, 8, 77, 3, 1, 2, 0, 1, 2, 1},      // dilated, asymmetric; 77 = 64 + 13 bytes
+                        {1, 3, 3, 40, 2, 1, 1, 2, 2, 2, 2},      // windows entirely in the padding
+                        {1, 12, 11, 33, 8, 1, 1, 0, 0, 0, 0}};   // 64 taps: as many as the tap list holds
+  each_level([&] {
+    for (const Case& t : cases) {
+      nhwc::Geometry g;
+      g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;
+      g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
+      g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, t.d);
+      g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, t.d);
+      REQUIRE(g.valid());
+      REQUIRE(nhwc::max_pool_bytes_fits(g));
+      std::mt19937 rng(4);
+      std::uniform_int_distribution<int> u(0, 255);
+      std::vector<uint8_t> in(static_cast<size_t>(g.N * g.H * g.W * g.C));
+      for (auto& v : in) v = static_cast<uint8_t>(u(rng));
+      std::vector<uint8_t> out(static_cast<size_t>(g.N * g.OH * g.OW * g.C), 123);
+      nhwc::max_pool_bytes(g, in.data(), out.data());
+      INFO("H " << g.H << " C " << g.C << " k " << t.k << " s " << t.s << " d " << t.d);
+      int empty = 0;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          for (int64_t ow = 0; ow < g.OW; ++ow)
+            for (int64_t c = 0; c < g.C; ++c) {
+              int m = -1;  // no tap inside
+              for (int64_t kh = 0; kh < t.k; ++kh)
+                for (int64_t kw = 0; kw < t.k; ++kw) {
+                  const int64_t ih = oh * t.s - t.pt + kh * t.d, iw = ow * t.s - t.pl + kw * t.d;
+                  if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                  m = std::max(m, int{in[((n * g.H + ih) * g.W + iw) * g.C + c]});
+                }
+              empty += m < 0;
+              REQUIRE(int{out[((n * g.OH + oh) * g.OW + ow) * g.C + c]} == std::max(m, 0));
+            }
+      if (t.pt == 2) CHECK(empty > 0);
+    }
+  });
+}
+
 TEST_CASE("nhwc average pooling: the mean of the in-bounds taps, summed in window order, at every level", "[packed][pool]") {
   struct Case {
     int64_t n, h, w, c, k, s, pt, pl, pb, pr;

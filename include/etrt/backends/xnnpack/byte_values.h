@@ -16,7 +16,8 @@
 //   - ByteForm::Reads (GlobalAvgPooling2d): its input as bytes, its output as floats;
 //   - ByteForm::Writes (a Convert of floats onto a per-tensor grid: a quantized model's input): its input as floats,
 //     its output as bytes where its readers take them;
-//   - ByteForm::Joint also for a StaticTranspose whose input and output share one grid: bytes moved as bytes;
+//   - ByteForm::Joint also for a StaticTranspose whose input and output share one grid (bytes moved as bytes) and
+//     a MaxPooling2d whose do (the largest byte stands for the largest real: nhwc::max_pool_bytes);
 //   - an activation chain (Note [xnnpack activation chain]) as a Gemm: its input and its output each either way.
 // The values are the float path's: a byte is the grid point's step count, the same integer the float path stores
 // multiplied by the scale, and every byte form computes from (byte - zero) x scale what the float path computes

@@ -546,6 +546,19 @@ class Executor {
   }
   static Grid grid_of(const Value& v) { return {v.quant.scale, v.quant.zero_point, qrange(v.datatype)}; }
 
+  /// Whether MaxPooling2d node n can pool bytes (Note [byte activations]): its input and output on one per-tensor
+  /// grid, and an NHWC window the byte loop takes for the planned shapes.
+  static bool max_pool_bytes_fit(const Graph& g, const Node& n) {
+    if (n.inputs.empty() || n.inputs[0] == kNoValue || n.output == kNoValue) return false;
+    const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
+    if (in.datatype != out.datatype || in.quant.kind != QuantKind::PerTensor ||
+        out.quant.kind != QuantKind::PerTensor || in.quant.scale != out.quant.scale ||
+        in.quant.zero_point != out.quant.zero_point)
+      return false;
+    const auto geo = run::pooling_geometry(ValueShape::of(in.dims), ValueShape::of(out.dims), n);
+    return geo && kernels::nhwc::max_pool_bytes_fits(*geo);
+  }
+
   /// Note [byte activations]: which values are held as bytes, and each node's part in it (PreparedNode::bytes_in,
   /// bytes_out, BlockFinish::byte_zero). ETRT_BYTE_ACTIVATIONS=0 keeps every value a float (for comparisons).
   void hold_bytes(const Graph& g, const std::vector<bool>& in_writer) {
@@ -594,6 +607,8 @@ class Executor {
             out.quant.kind == QuantKind::None)
           forms[i] = ByteForm::Reads;  // a grid's values as floats
       }
+      if (f == ByteForm::Joint && kinds_[i]->run == &run::max_pooling && !clamps(n) && max_pool_bytes_fit(g, n))
+        forms[i] = f;  // the largest byte is the byte of the largest real, on one grid
       if (f == ByteForm::Joint && kinds_[i]->run == &run::transpose && !clamps(n)) {  // bytes moved as bytes
         const Value &in = g.values[n.inputs[0]], &out = g.values[n.output];
         if (in.datatype == out.datatype && in.quant.kind == QuantKind::PerTensor &&

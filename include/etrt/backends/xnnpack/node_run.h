@@ -358,9 +358,8 @@ Status convolution(const NodeRun& r, const Node& n) {
 
 /// The pooling window of a MaxPooling2d or AvgPooling2d node on NHWC activations, where its shapes and fields
 /// make a valid one with one output channel per input channel.
-inline std::optional<kernels::nhwc::Geometry> pooling_geometry(const NodeRun& r, const Node& n) {
-  const ValueShape& xs = r.shapes[n.inputs[0]];
-  const ValueShape& os = r.shapes[n.output];
+inline std::optional<kernels::nhwc::Geometry> pooling_geometry(const ValueShape& xs, const ValueShape& os,
+                                                               const Node& n) {
   if (xs.rank != 4 || os.rank != 4) return std::nullopt;
   kernels::nhwc::Geometry geo;
   geo.N = xs.d[0], geo.H = xs.d[1], geo.W = xs.d[2], geo.C = xs.d[3];
@@ -370,6 +369,9 @@ inline std::optional<kernels::nhwc::Geometry> pooling_geometry(const NodeRun& r,
   geo.pt = n.conv[0], geo.pr = n.conv[1], geo.pb = n.conv[2], geo.pl = n.conv[3];
   if (!geo.valid() || geo.O != geo.C || os.d[0] != geo.N) return std::nullopt;
   return geo;
+}
+inline std::optional<kernels::nhwc::Geometry> pooling_geometry(const NodeRun& r, const Node& n) {
+  return pooling_geometry(r.shapes[n.inputs[0]], r.shapes[n.output], n);
 }
 
 /// The NHWC loop (kernels/util/nhwc_pool.h) where the window geometry holds, else the portable kernel.
@@ -387,6 +389,15 @@ inline Status avg_pooling(const NodeRun& r, const Node& n) {
 /// The NHWC loop (kernels/util/nhwc_pool.h) where the window geometry holds, else the portable kernel, whose errors
 /// name what is wrong.
 inline Status max_pooling(const NodeRun& r, const Node& n) {
+  if (r.prepared[n.index].bytes_out) {  // Note [byte activations]: bytes of one grid in and out (ByteForm::Joint)
+    const auto geo = pooling_geometry(r, n);
+    if (!geo || !kernels::nhwc::max_pool_bytes_fits(*geo))  // checked when the bytes were chosen
+      return fail(Error::Internal, "max pooling of bytes without an NHWC window of at most 64 taps");
+    kernels::nhwc::max_pool_bytes(*geo, reinterpret_cast<const uint8_t*>(r.ptr[n.inputs[0]]),
+                                  reinterpret_cast<uint8_t*>(r.ptr[n.output]));
+    r.output_on_grid = true;  // the maxima are the input's grid points, which is the output's grid
+    return {};
+  }
   if (const auto geo = pooling_geometry(r, n)) {
     kernels::nhwc::max_pool(*geo, r.ptr[n.inputs[0]], r.ptr[n.output]);
     return {};

@@ -48,7 +48,7 @@ inline constexpr NodeKind kNodeKinds[] = {
     {"XNNAvgPooling2d",              fields::pooling,         shape::spatial,         checks::avg_pooling,     nullptr,                run::avg_pooling},
     {"XNNMinimum",                   fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::minimum_out<detail::F>, fast::Min>},
     {"XNNDepthwiseConv2d",           fields::conv,            shape::spatial,         checks::conv,            scratch::padded_input,  run::convolution<run::ConvFilter::Depthwise>, false, prepare::depthwise_conv, ByteForm::Joint},
-    {"XNNMaxPooling2d",              fields::pooling,         shape::spatial,         checks::nhwc,            scratch::max_pooling,   run::max_pooling},
+    {"XNNMaxPooling2d",              fields::pooling,         shape::spatial,         checks::nhwc,            scratch::max_pooling,   run::max_pooling, false, nullptr, ByteForm::Joint},
     {"XNNMultiply",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<kernels::mul_out<detail::F>, fast::Mul>, false, nullptr, ByteForm::Binary},
     {"XNNSubtract",                  fields::node2x1,         shape::broadcast,       nullptr,                 nullptr,                run::binary<run::subtract, fast::Sub>, false, nullptr, ByteForm::Binary},
     {"XNNFloor",                     fields::node1x1,         shape::same,            nullptr,                 nullptr,                run::unary<kernels::floor_out<detail::F>>, false, nullptr, ByteForm::None, run::unary_elements<kernels::floor_out<detail::F>>},

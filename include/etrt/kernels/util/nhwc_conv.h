@@ -59,9 +59,9 @@ struct Geometry {
 };
 
 /// f(tap, pixel) for each tap of output pixel (n, oh, ow)'s window that lies inside the input: tap = kh * KW + kw,
-/// pixel the input's channels there. Padding taps are skipped.
-template <class F>
-[[gnu::always_inline]] inline void for_each_tap(const Geometry& g, const float* in, int64_t n, int64_t oh, int64_t ow,
+/// pixel the input's channels there (floats, or bytes). Padding taps are skipped.
+template <class T, class F>
+[[gnu::always_inline]] inline void for_each_tap(const Geometry& g, const T* in, int64_t n, int64_t oh, int64_t ow,
                                                 F&& f) {
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const int64_t ih = oh * g.sh - g.pt + kh * g.dh;

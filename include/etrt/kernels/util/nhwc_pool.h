@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -31,9 +32,10 @@ template <class T>
 /// The most taps a window gathers into its tap list; a larger window reads its taps through the output instead.
 inline constexpr int64_t kMaxPoolTaps = 64;
 
-/// A pooling window's in-bounds taps, listed once per output pixel. A window wholly inside the input lists them
-/// as the window's corner plus offsets computed once: the bounds checks of every tap cost more than a
-/// small-channel pixel's maxima (a 2x2 window over 8 channels: 12 ns a pixel, 4 with the offsets).
+/// A pooling window's in-bounds taps (of float or byte pixels), listed once per output pixel. A window wholly
+/// inside the input lists them as the window's corner plus offsets computed once: the bounds checks of every tap
+/// cost more than a small-channel pixel's maxima (a 2x2 window over 8 channels: 12 ns a pixel, 4 with the offsets).
+template <class T = float>
 class WindowTaps {
  public:
   explicit WindowTaps(const Geometry& g) : g_(g), all_(g.KH * g.KW <= kMaxPoolTaps ? g.KH * g.KW : 0) {
@@ -42,23 +44,23 @@ class WindowTaps {
   /// Whether windows fit the list (at most kMaxPoolTaps taps).
   bool listed() const { return all_ > 0; }
   /// Lists output pixel (n, oh, ow)'s taps into taps(); returns how many.
-  [[gnu::always_inline]] int64_t list(const float* in, int64_t n, int64_t oh, int64_t ow) {
+  [[gnu::always_inline]] int64_t list(const T* in, int64_t n, int64_t oh, int64_t ow) {
     const int64_t ih0 = oh * g_.sh - g_.pt, iw0 = ow * g_.sw - g_.pl;
     int64_t nt = 0;
     if (ih0 >= 0 && ih0 + (g_.KH - 1) * g_.dh < g_.H && iw0 >= 0 && iw0 + (g_.KW - 1) * g_.dw < g_.W) {
-      const float* corner = in + ((n * g_.H + ih0) * g_.W + iw0) * g_.C;
+      const T* corner = in + ((n * g_.H + ih0) * g_.W + iw0) * g_.C;
       for (; nt < all_; ++nt) taps_[nt] = corner + offsets_[nt];
     } else {
-      for_each_tap(g_, in, n, oh, ow, [&](int64_t, const float* x) ETRT_ISA_INLINE { taps_[nt++] = x; });
+      for_each_tap(g_, in, n, oh, ow, [&](int64_t, const T* x) ETRT_ISA_INLINE { taps_[nt++] = x; });
     }
     return nt;
   }
-  const float* const* taps() const { return taps_; }
+  const T* const* taps() const { return taps_; }
 
  private:
   const Geometry& g_;
   int64_t all_;
-  const float* taps_[kMaxPoolTaps];
+  const T* taps_[kMaxPoolTaps];
   int64_t offsets_[kMaxPoolTaps];
 };
 
@@ -69,7 +71,7 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
     using V = vec::Vec<L>;
     const float ninf = -std::numeric_limits<float>::infinity();
     const int64_t C = g.C;
-    WindowTaps window(g);
+    WindowTaps<float> window(g);
     const bool listed = window.listed();
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t oh = row % g.OH, n = row / g.OH;
@@ -113,6 +115,39 @@ inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_
   });
 }
 
+/// max_pool_rows over bytes (Note [byte activations]: a value held as its grid's step count plus a zero, so larger
+/// bytes stand for larger reals): the windows listed (WindowTaps::listed), 4 L bytes a vector. A window wholly in
+/// the padding gives byte 0, the byte of the grid's lowest real, where the float loop's -infinity rounds to.
+inline void max_pool_bytes_rows(const Geometry& g, const uint8_t* in, uint8_t* out, int64_t r0, int64_t r1) {
+  isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
+    using B = vec::ByteVec<4 * L>;
+    const int64_t C = g.C;
+    WindowTaps<uint8_t> window(g);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t oh = row % g.OH, n = row / g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        uint8_t* o = out + (row * g.OW + ow) * C;
+        const int64_t nt = window.list(in, n, oh, ow);
+        const uint8_t* const* taps = window.taps();
+        int64_t c = 0;
+        for (; c + 4 * L <= C; c += 4 * L) {
+          B m{}, v;
+          for (int64_t t = 0; t < nt; ++t) {
+            std::memcpy(&v, taps[t] + c, sizeof v);
+            m = v > m ? v : m;
+          }
+          std::memcpy(o + c, &m, sizeof m);
+        }
+        for (; c < C; ++c) {
+          uint8_t m = 0;
+          for (int64_t t = 0; t < nt; ++t) m = std::max(m, taps[t][c]);
+          o[c] = m;
+        }
+      }
+    }
+  });
+}
+
 /// Output rows [r0, r1) of average pooling; O == C, windows listed (WindowTaps::listed). Each output pixel is the
 /// sum of its window's in-bounds taps in the window's row-major order, divided by their count (the padding is not
 /// counted, as avg_pool2d with count_include_pad=False, the portable kernel the delegate ran before: the same sums
@@ -121,7 +156,7 @@ inline void avg_pool_rows(const Geometry& g, const float* in, float* out, int64_
   isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
     using V = vec::Vec<L>;
     const int64_t C = g.C;
-    WindowTaps window(g);
+    WindowTaps<float> window(g);
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t oh = row % g.OH, n = row / g.OH;
       for (int64_t ow = 0; ow < g.OW; ++ow) {
@@ -168,10 +203,19 @@ inline void max_pool(const Geometry& g, const float* in, float* out) {
   detail::pool_rows(g, [&](int64_t r0, int64_t r1) { detail::max_pool_rows(g, in, out, r0, r1); });
 }
 
+/// Whether max_pool_bytes takes this geometry: windows of at most detail::kMaxPoolTaps taps.
+inline bool max_pool_bytes_fits(const Geometry& g) { return g.KH * g.KW <= detail::kMaxPoolTaps; }
+
+/// max_pool over bytes standing for reals on one grid, input and output alike (Note [byte activations]): the
+/// maximum byte is the byte of the maximum real. g as max_pool's, and max_pool_bytes_fits.
+inline void max_pool_bytes(const Geometry& g, const uint8_t* in, uint8_t* out) {
+  detail::pool_rows(g, [&](int64_t r0, int64_t r1) { detail::max_pool_bytes_rows(g, in, out, r0, r1); });
+}
+
 /// out [N, OH, OW, C] = average pooling of in [N, H, W, C] over g's window, the padding not counted (g.O == g.C;
 /// the geometry is valid); false (nothing written) for a window of more than kMaxPoolTaps taps.
 inline bool avg_pool(const Geometry& g, const float* in, float* out) {
-  if (!detail::WindowTaps(g).listed()) return false;
+  if (!detail::WindowTaps<float>(g).listed()) return false;
   detail::pool_rows(g, [&](int64_t r0, int64_t r1) { detail::avg_pool_rows(g, in, out, r0, r1); });
   return true;
 }
