@@ -17,10 +17,22 @@ using namespace etrt;
 using namespace etrt::kernels;
 using etrt::ktest::each_level;
 
+namespace {
+struct MaxCase {
+  int64_t n, h, w, c, k, s, d, pt, pl, pb, pr;
+};
+nhwc::Geometry max_geometry(const MaxCase& t) {
+  nhwc::Geometry g;
+  g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;
+  g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
+  g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, t.d);
+  g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, t.d);
+  return g;
+}
+}  // namespace
+
 TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed][pool]") {
-  struct Case {
-    int64_t n, h, w, c, k, s, d, pt, pl, pb, pr;
-  };
+  using Case = MaxCase;
   const Case cases[] = {{1, 112, 112, 64, 3, 2, 1, 1, 1, 1, 1},  // resnet's stem pool
                         {2, 7, 9, 13, 2, 2, 1, 0, 0, 0, 0},
                         {1, 8, 8, 19, 3, 1, 2, 0, 1, 2, 1},     // dilated, asymmetric
@@ -29,11 +41,7 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
   // At every level: each runs its own register width (Note [vector lanes per level]).
   each_level([&] {
     for (const Case& t : cases) {
-      nhwc::Geometry g;
-      g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;
-      g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
-      g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, t.d);
-      g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, t.d);
+      const nhwc::Geometry g = max_geometry(t);
       REQUIRE(g.valid());
       std::mt19937 rng(3);
       std::uniform_real_distribution<float> u(-5, 5);
@@ -72,9 +80,7 @@ TEST_CASE("nhwc max pooling: windows, padding as -inf, NaN propagates", "[packed
 }
 
 TEST_CASE("nhwc max pooling of bytes: the largest byte of each window, 0 for one wholly in the padding", "[byte][pool]") {
-  struct Case {
-    int64_t n, h, w, c, k, s, d, pt, pl, pb, pr;
-  };
+  using Case = MaxCase;
   const Case cases[] = {{1, 112, 112, 64, 3, 2, 1, 1, 1, 1, 1},  // resnet18_q8's stem pool
                         {2, 7, 9, 13, 2, 2, 1, 0, 0, 0, 0},      // channels off every vector width
                         {1, 8, 8, 77, 3, 1, 2, 0, 1, 2, 1},      // dilated, asymmetric; 77 = 64 + 13 bytes
@@ -82,11 +88,7 @@ TEST_CASE("nhwc max pooling of bytes: the largest byte of each window, 0 for one
                         {1, 12, 11, 33, 8, 1, 1, 0, 0, 0, 0}};   // 64 taps: as many as the tap list holds
   each_level([&] {
     for (const Case& t : cases) {
-      nhwc::Geometry g;
-      g.N = t.n, g.H = t.h, g.W = t.w, g.C = t.c, g.O = t.c, g.KH = g.KW = t.k, g.sh = g.sw = t.s, g.dh = g.dw = t.d;
-      g.pt = t.pt, g.pl = t.pl, g.pb = t.pb, g.pr = t.pr;
-      g.OH = nhwc::Geometry::out_size(t.h, t.pt, t.pb, t.k, t.s, t.d);
-      g.OW = nhwc::Geometry::out_size(t.w, t.pl, t.pr, t.k, t.s, t.d);
+      const nhwc::Geometry g = max_geometry(t);
       REQUIRE(g.valid());
       REQUIRE(nhwc::max_pool_bytes_fits(g));
       std::mt19937 rng(4);

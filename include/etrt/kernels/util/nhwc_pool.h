@@ -64,6 +64,20 @@ class WindowTaps {
   int64_t offsets_[kMaxPoolTaps];
 };
 
+/// f(pixel, taps, count) for each output pixel of rows [r0, r1) (pixel = row * OW + ow, row = n * OH + oh), its
+/// window's in-bounds taps listed (WindowTaps; the geometry's windows are listed()).
+template <class T, class F>
+[[gnu::always_inline]] inline void each_window(const Geometry& g, const T* in, int64_t r0, int64_t r1, F&& f) {
+  WindowTaps<T> window(g);
+  for (int64_t row = r0; row < r1; ++row) {
+    const int64_t oh = row % g.OH, n = row / g.OH;
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      const int64_t nt = window.list(in, n, oh, ow);
+      f(row * g.OW + ow, window.taps(), nt);
+    }
+  }
+}
+
 /// Output rows [r0, r1) (row = n * OH + oh); O == C. Each register of channels takes the maximum of the window's
 /// taps (WindowTaps) in a register and is stored once.
 inline void max_pool_rows(const Geometry& g, const float* in, float* out, int64_t r0, int64_t r1) {
@@ -122,29 +136,23 @@ inline void max_pool_bytes_rows(const Geometry& g, const uint8_t* in, uint8_t* o
   isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
     using B = vec::ByteVec<4 * L>;
     const int64_t C = g.C;
-    WindowTaps<uint8_t> window(g);
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t oh = row % g.OH, n = row / g.OH;
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        uint8_t* o = out + (row * g.OW + ow) * C;
-        const int64_t nt = window.list(in, n, oh, ow);
-        const uint8_t* const* taps = window.taps();
-        int64_t c = 0;
-        for (; c + 4 * L <= C; c += 4 * L) {
-          B m{}, v;
-          for (int64_t t = 0; t < nt; ++t) {
-            std::memcpy(&v, taps[t] + c, sizeof v);
-            m = v > m ? v : m;
-          }
-          std::memcpy(o + c, &m, sizeof m);
+    each_window(g, in, r0, r1, [&](int64_t pixel, const uint8_t* const* taps, int64_t nt) ETRT_ISA_INLINE {
+      uint8_t* o = out + pixel * C;
+      int64_t c = 0;
+      for (; c + 4 * L <= C; c += 4 * L) {
+        B m{}, v;
+        for (int64_t t = 0; t < nt; ++t) {
+          std::memcpy(&v, taps[t] + c, sizeof v);
+          m = v > m ? v : m;
         }
-        for (; c < C; ++c) {
-          uint8_t m = 0;
-          for (int64_t t = 0; t < nt; ++t) m = std::max(m, taps[t][c]);
-          o[c] = m;
-        }
+        std::memcpy(o + c, &m, sizeof m);
       }
-    }
+      for (; c < C; ++c) {
+        uint8_t m = 0;
+        for (int64_t t = 0; t < nt; ++t) m = std::max(m, taps[t][c]);
+        o[c] = m;
+      }
+    });
   });
 }
 
@@ -156,34 +164,28 @@ inline void avg_pool_rows(const Geometry& g, const float* in, float* out, int64_
   isa::dispatch_lanes<8>([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
     using V = vec::Vec<L>;
     const int64_t C = g.C;
-    WindowTaps<float> window(g);
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t oh = row % g.OH, n = row / g.OH;
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        float* o = out + (row * g.OW + ow) * C;
-        const int64_t nt = window.list(in, n, oh, ow);
-        const float* const* taps = window.taps();
-        if (nt == 0) {
-          std::fill(o, o + C, 0.f);
-          continue;
-        }
-        const float count = static_cast<float>(nt);
-        int64_t c = 0;
-        for (; c + L <= C; c += L) {
-          V sum{}, v;
-          for (int64_t t = 0; t < nt; ++t) {
-            vec::load(v, taps[t] + c);
-            sum += v;
-          }
-          vec::store(o + c, sum / count);
-        }
-        for (; c < C; ++c) {
-          float sum = 0.f;
-          for (int64_t t = 0; t < nt; ++t) sum += taps[t][c];
-          o[c] = sum / count;
-        }
+    each_window(g, in, r0, r1, [&](int64_t pixel, const float* const* taps, int64_t nt) ETRT_ISA_INLINE {
+      float* o = out + pixel * C;
+      if (nt == 0) {
+        std::fill(o, o + C, 0.f);
+        return;
       }
-    }
+      const float count = static_cast<float>(nt);
+      int64_t c = 0;
+      for (; c + L <= C; c += L) {
+        V sum{}, v;
+        for (int64_t t = 0; t < nt; ++t) {
+          vec::load(v, taps[t] + c);
+          sum += v;
+        }
+        vec::store(o + c, sum / count);
+      }
+      for (; c < C; ++c) {
+        float sum = 0.f;
+        for (int64_t t = 0; t < nt; ++t) sum += taps[t][c];
+        o[c] = sum / count;
+      }
+    });
   });
 }
 
