@@ -299,6 +299,27 @@ TEST_CASE("XNNPACK: a squeeze-and-excitation gate scales the projection's filter
   CHECK(kept == 1);
 }
 
+TEST_CASE("XNNPACK: a pointwise expansion runs band by band into the depthwise layer reading its wide output",
+          "[xnnpack][packed]") {
+  // Note [pointwise then depthwise]. xnn_bands: two 4 -> 40 expansions over 128 x 128 (2.6 MB wide tensors), one
+  // with ReLU6 fused as its clamp, one with SiLU (run by the expansion: Note [xnnpack silu]), each read only by a
+  // depthwise layer; the projections' 1x1 layers are read by an add or are the output, and stay apart. The numbers
+  // are checked against eager by the fixture test above.
+  const auto made = etrt::test::create_executor("xnn_bands");
+  const Graph& gr = made.executor->graph();
+  std::vector<size_t> pairs;
+  for (size_t i = 0; i < gr.nodes.size(); ++i) {
+    const size_t d = made.executor->band_with(i);
+    if (d == SIZE_MAX) continue;
+    pairs.push_back(i);
+    CHECK(gr.nodes[i].kind == node_kind_code("XNNConv2d"));
+    REQUIRE(d < gr.nodes.size());
+    CHECK(gr.nodes[d].kind == node_kind_code("XNNDepthwiseConv2d"));
+    CHECK(gr.values[gr.nodes[d].inputs[0]].numel == 128 * 128 * 40);
+  }
+  CHECK(pairs.size() == 2);
+}
+
 TEST_CASE("XNNPACK: a reshape or copy between float intermediates keeps its input's bytes", "[xnnpack]") {
   // Note [xnnpack reshape alias]: no copy where the output would hold the input's bytes unchanged; the fixtures'
   // numbers (checked against eager above) are unchanged. xnn_cnn reshapes its pooled features for the linear

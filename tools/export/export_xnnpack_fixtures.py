@@ -252,6 +252,23 @@ class SqueezeExcite(nn.Module):
         return self.project2(self.gate(z, self.squeeze2, self.excite2))
 
 
+class Bands(nn.Module):
+    """Two inverted-residual halves whose wide tensor (128 x 128 x 40 floats, 2.6 MB) passes the runtime's threshold
+    for running the pointwise expansion band by band into the depthwise layer (Note [pointwise then depthwise]):
+    ReLU6 then a 3x3 stride-1 depthwise layer; SiLU then a 5x5 stride-2 one. 40 channels: two and a half AVX-512
+    registers."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand1, self.dw1, self.project1 = nn.Conv2d(4, 40, 1), nn.Conv2d(40, 40, 3, padding=1, groups=40), nn.Conv2d(40, 4, 1)
+        self.expand2, self.dw2 = nn.Conv2d(4, 40, 1), nn.Conv2d(40, 40, 5, stride=2, padding=2, groups=40)
+        self.project2 = nn.Conv2d(40, 4, 1)
+
+    def forward(self, x):
+        y = x + self.project1(F.relu6(self.dw1(F.relu6(self.expand1(x)))))
+        return self.project2(self.dw2(F.silu(self.expand2(y))))
+
+
 def fixtures():
     torch.manual_seed(SEED)
     return {
@@ -267,6 +284,7 @@ def fixtures():
         "xnn_winograd": (Winograd(), (torch.randn(1, 16, 24, 24),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_se": (SqueezeExcite(), (torch.randn(1, 24, 12, 12),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_avgpool": (AvgPool(), (torch.randn(2, 3, 11, 13),), {"rtol": 1e-5, "atol": 1e-6}),
+        "xnn_bands": (Bands(), (torch.randn(1, 4, 128, 128),), {"rtol": 1e-4, "atol": 1e-5}),
     }
 
 

@@ -85,6 +85,10 @@ class Executor {
     e->chains_ = e->silu_chains(g);
     e->add_elementwise_chains(g, e->chains_);
     for (const ActivationChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
+    // Note [pointwise then depthwise]: the depthwise node's output is written from the pointwise node on, while that
+    // node's input is still read.
+    const std::vector<BandPair> bands = e->band_pairs(g, silus);
+    for (const BandPair& b : bands) written_early.emplace_back(g.nodes[b.depthwise].output, b.pointwise);
     const std::vector<GatedFilter> gates = e->gated_filters(g);  // Note [xnnpack gated filter]
     std::vector<std::pair<uint32_t, size_t>> read_late;
     for (const GatedFilter& f : gates) read_late.emplace_back(f.x, f.conv);
@@ -211,6 +215,11 @@ class Executor {
     }
     e->hold_bytes(g, in_writer);
     for (const GatedFilter& f : gates) e->gate_filter(g, f, budget);
+    e->band_at_.assign(g.nodes.size(), SIZE_MAX);
+    for (const BandPair& b : bands)
+      if (packed::band_pair_fits(e->prepared_[b.pointwise], e->prepared_[b.depthwise]) &&
+          e->prepared_[b.pointwise].finish.silu == b.silu)
+        e->band_at_[b.pointwise] = b.depthwise;
     e->release_packed_only_copies(g);
     e->unrounded_ = qd8_only_inputs(g, e->kinds_, e->prepared_, e->stays_quantized_);
     e->row_params_.resize(g.values.size());
@@ -274,6 +283,43 @@ class Executor {
     for (const Node& sig : g.nodes) {
       const std::optional<size_t> mul = silu_multiply(g, r, sig);
       if (mul && kinds_[r.writer[sig.inputs[0]]]->prepare) out.push_back({r.writer[sig.inputs[0]], sig.index, *mul});
+    }
+    return out;
+  }
+
+  /// Note [pointwise then depthwise] (kernels/util/nhwc_pointwise_depthwise.h): a float Conv2d node whose output
+  /// (or its SiLU's, Note [xnnpack silu]) only a DepthwiseConv2d node reads, the very next node to run, the tensor
+  /// between them of at least kPointwiseDepthwiseMinBytes. Whether the pair runs as one is decided once the nodes
+  /// are prepared (packed::band_pair_fits) and, each call, by its shapes.
+  struct BandPair {
+    size_t pointwise, depthwise;
+    bool silu;  // the pointwise node's SiLU lies between them (its writer runs it: BlockFinish::silu)
+  };
+  std::vector<BandPair> band_pairs(const Graph& g, const std::vector<SiluFusion>& silus) const {
+    std::vector<BandPair> out;
+    const Readers r = readers_of(g);
+    const auto is_float = [&](uint32_t id) {
+      return id != kNoValue && g.values[id].datatype == Datatype::Fp32 && g.values[id].quant.kind == QuantKind::None;
+    };
+    for (const Node& c : g.nodes) {
+      if (kinds_[c.index]->name != "XNNConv2d" || c.inputs.empty() || !is_float(c.inputs[0]) ||
+          !float_intermediate(g, c.output))
+        continue;
+      uint32_t mid = c.output;
+      size_t next = c.index + 1;  // the next node to run: past the SiLU's two nodes, which c runs
+      const auto silu = std::ranges::find(silus, c.index, &SiluFusion::writer);
+      if (silu != silus.end()) {
+        mid = g.nodes[silu->multiply].output;
+        if (std::max(silu->sigmoid, silu->multiply) != c.index + 2 || std::min(silu->sigmoid, silu->multiply) != c.index + 1)
+          continue;
+        next = c.index + 3;
+      }
+      if (!float_intermediate(g, mid) || r.count[mid] != 1 || r.reader[mid] != next) continue;
+      const Node& d = g.nodes[next];
+      if (kinds_[d.index]->name != "XNNDepthwiseConv2d" || d.inputs.empty() || d.inputs[0] != mid ||
+          !is_float(d.output) || g.values[mid].numel * int64_t{sizeof(float)} < kernels::nhwc::kPointwiseDepthwiseMinBytes)
+        continue;
+      out.push_back({c.index, d.index, silu != silus.end()});
     }
     return out;
   }
@@ -719,8 +765,16 @@ class Executor {
     KernelContext ctx;
     const kernels::PoolScope threads(kernels::thread_pool());  // the calling thread's workers, shared by its graphs
     const NodeRun r{ctx, g_, ptr_, shapes_, scratch_.get(), stays_quantized_, prepared_, row_params_};
+    size_t ran_with_band = SIZE_MAX;  // a depthwise node already run by the pointwise node before it
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (fused_[i]) continue;  // run by the node before it (Note [xnnpack block finish])
+      if (fused_[i] || i == ran_with_band) continue;  // run by the node before it (Note [xnnpack block finish])
+      if (band_at_[i] != SIZE_MAX) {
+        ETRT_TRY(const bool ran, run_band_pair(i, band_at_[i]));
+        if (ran) {
+          ran_with_band = band_at_[i];
+          continue;
+        }
+      }
       if (chain_at_[i] >= 0) {
         const ActivationChain& c = chains_[static_cast<size_t>(chain_at_[i])];
         Status s = run_chain(c);
@@ -811,6 +865,9 @@ class Executor {
   bool chain_tabulated(size_t i) const {
     return i < chain_at_.size() && chain_at_[i] >= 0 && chains_[static_cast<size_t>(chain_at_[i])].tabulated;
   }
+  /// The DepthwiseConv2d node that pointwise node i runs band by band with (Note [pointwise then depthwise]), or
+  /// SIZE_MAX.
+  size_t band_with(size_t i) const { return i < band_at_.size() ? band_at_[i] : SIZE_MAX; }
   /// Whether node i runs inside the node writing its input (Note [xnnpack block finish]).
   bool runs_in_writer(size_t i) const { return i < fused_.size() && fused_[i]; }
   /// Where value `id`'s floats are kept (null for an external value, bound per call): tests check the plan's
@@ -903,6 +960,19 @@ class Executor {
     return t;
   }
 
+  /// Nodes c and d of a BandPair in one pass (Note [pointwise then depthwise]); false where this call's shapes do
+  /// not fit it, and the two then run apart.
+  Result<bool> run_band_pair(size_t c, size_t d) {
+    const Node &pw = g_.nodes[c], &dw = g_.nodes[d];
+    const auto bias = [&](const Node& n) { return n.inputs.size() > 2 && n.inputs[2] != kNoValue ? ptr_[n.inputs[2]] : nullptr; };
+    Result<bool> r = packed::pointwise_depthwise(
+        prepared_[c], pw, prepared_[d], dw, ptr_[pw.inputs[0]], shapes_[pw.inputs[0]], shapes_[dw.inputs[0]],
+        g_.values[pw.inputs[1]].dims, ptr_[dw.inputs[1]], g_.values[dw.inputs[1]].dims, ptr_[dw.output],
+        shapes_[dw.output], bias(pw), bias(dw));
+    if (!r) return fail(r.error().code, pw.where(), ": ", r.error().what);
+    return r;
+  }
+
   /// Note [xnnpack quantized values]: a node's quantized output is rounded onto its grid where it is written; a
   /// per-tensor one is clamped to [lo, hi] first, in the same pass.
   void requantize_output(const Node& n, float lo = -std::numeric_limits<float>::infinity(),
@@ -954,6 +1024,7 @@ class Executor {
   std::vector<bool> fused_;                          // by node position: run by the node writing its input
   std::vector<ActivationChain> chains_;              // Note [xnnpack activation chain]
   std::vector<int32_t> chain_at_;                    // by node position: the chain it heads, or -1
+  std::vector<size_t> band_at_;  // by node position: the depthwise node it runs with (BandPair), or SIZE_MAX
   std::vector<std::vector<quant::DynamicParams>> row_params_;  // by value id: NodeRun::row_params
   // Outputs written through a float staging buffer (quantized or int32 values): the caller's buffer, this call.
   struct StagedOutput {

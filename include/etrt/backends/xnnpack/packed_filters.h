@@ -42,6 +42,7 @@
 #include "etrt/backends/xnnpack/shape_inference.h"
 #include "etrt/core/result.h"
 #include "etrt/kernels/util/nhwc_byte_depthwise.h"
+#include "etrt/kernels/util/nhwc_pointwise_depthwise.h"
 #include "etrt/kernels/util/nhwc_conv.h"
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/qgemm.h"
@@ -622,6 +623,42 @@ inline Status convolution(const PreparedNode& p, const Node& n, bool depthwise, 
     kernels::nhwc::conv_group(geo, x, gi * cg, cg, p.packed[gi], gep, out, gi * og);
   }
   return {};
+}
+
+/// BlockFinish::silu on a block in place: the pointwise layer's SiLU on its band (Note [pointwise then depthwise]).
+inline void silu_in_place(const void* state, float* c, int64_t rows, int64_t cols, int64_t ldc) {
+  const auto& f = *static_cast<const BlockFinish*>(state);
+  for (int64_t r = 0; r < rows; ++r) kernels::silu_clamped(c + r * ldc, c + r * ldc, cols, f.lo, f.hi);
+}
+
+/// Whether a pointwise Conv2d node (prepared as `pc`) may run band by band into the DepthwiseConv2d node reading its
+/// output (prepared as `pd`): both on their float packed filters, the first ungated, in one group, its block finish
+/// none or its SiLU (Note [xnnpack silu]), the second writing floats (Note [pointwise then depthwise]).
+inline bool band_pair_fits(const PreparedNode& pc, const PreparedNode& pd) {
+  return pc.packed_path && !pc.int8.active() && !pc.winograd.active() && !pc.gate_ptr && pc.packed.size() == 1 &&
+         !pc.finish.round && !pc.finish.next && pd.packed_path && !pd.bytes_out && !pd.bytes_in;
+}
+
+/// Node c (a pointwise Conv2d) and node d (the DepthwiseConv2d reading c's output, or the SiLU of it) in one pass
+/// (Note [pointwise then depthwise]) on this call's shapes: xs c's input, ms the tensor between them, os d's output.
+/// False (nothing written) where this call's geometry is not a pointwise layer feeding the depthwise one: the
+/// caller then runs the two nodes apart.
+inline Result<bool> pointwise_depthwise(const PreparedNode& pc, const Node& c, const PreparedNode& pd, const Node& d,
+                                        const float* x, const ValueShape& xs, const ValueShape& ms,
+                                        std::span<const int64_t> c_fd, const float* d_filter,
+                                        std::span<const int64_t> d_fd, float* out, const ValueShape& os,
+                                        const float* c_bias, const float* d_bias) {
+  const kernels::nhwc::Geometry pw = geometry(c, xs, ms, c_fd), dw = geometry(d, ms, os, d_fd);
+  if (!kernels::nhwc::pointwise_depthwise_fits(pw, dw) || pw.O != pc.packed[0].n || pw.C != pc.packed[0].k)
+    return false;
+  kernels::gemm::Epilogue pw_ep = epilogue(pc, c, c_bias);
+  if (pc.finish.silu) {
+    pw_ep.finish = &silu_in_place;
+    pw_ep.finish_state = &pc.finish;
+  }
+  if (!kernels::nhwc::pointwise_depthwise(pw, x, pc.packed[0], pw_ep, dw, d_filter, epilogue(pd, d, d_bias), out))
+    return fail(Error::MemoryAllocationFailed, "cannot allocate the pointwise layer's band of rows");
+  return true;
 }
 
 }  // namespace packed
