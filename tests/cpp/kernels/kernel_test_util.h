@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,15 @@ inline Tensor mk(ScalarType st, std::vector<int64_t> sizes, void* data, std::vec
   auto r = Tensor::make(st, sizes, order, data, dyn);
   REQUIRE(r.has_value());
   return *r;
+}
+
+/// n floats drawn uniformly from [-1, 1) by a generator seeded with `seed`.
+inline std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
 }
 
 /// The argument-slot count the generated table registers for `name`, or -1.

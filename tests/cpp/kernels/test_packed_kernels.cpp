@@ -24,16 +24,9 @@
 using namespace etrt;
 using namespace etrt::kernels;
 using etrt::ktest::each_level;
+using etrt::ktest::random_floats;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 double clamp_ref(double v, float lo, float hi) { return std::min<double>(std::max<double>(v, lo), hi); }
 

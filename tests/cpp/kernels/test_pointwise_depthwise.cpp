@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "etrt/kernels/util/nhwc_pointwise_depthwise.h"
@@ -14,16 +13,9 @@
 
 using namespace etrt::kernels;
 using etrt::ktest::each_level;
+using etrt::ktest::random_floats;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 /// The depthwise layer over [N, H, W, C]: a k x k window at stride s, padding {top, left, bottom, right}.
 nhwc::Geometry depthwise_geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t s,
