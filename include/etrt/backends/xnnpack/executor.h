@@ -37,6 +37,9 @@
 #include "etrt/kernels/util/parallel.h"
 #include "etrt/kernels/util/sigmoid.h"
 #include "etrt/kernels/util/vec.h"
+#ifdef ETRT_NODE_PROFILE
+#include "etrt/backends/xnnpack/node_profile.h"  // a developer's build only (bench/node_profile.py)
+#endif
 
 namespace etrt::xnnpack {
 
@@ -768,6 +771,9 @@ class Executor {
     size_t ran_with_band = SIZE_MAX;  // a depthwise node already run by the pointwise node before it
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (fused_[i] || i == ran_with_band) continue;  // run by the node before it (Note [xnnpack block finish])
+#ifdef ETRT_NODE_PROFILE
+      const profile::NodeTimer timer(this, i, g_.nodes[i], planned_shapes_);
+#endif
       if (band_at_[i] != SIZE_MAX) {
         ETRT_TRY(const bool ran, run_band_pair(i, band_at_[i]));
         if (ran) {
