@@ -30,6 +30,19 @@ inline AlignedArray<T> make_aligned_array(size_t n) noexcept {
   return AlignedArray<T>(static_cast<T*>(::operator new[](n * sizeof(T), kBufferAlign, std::nothrow)));
 }
 
+/// The calling thread's scratch array of at least n values, kept for its next call (no allocation once it fits);
+/// null where it cannot be allocated. Each Tag names one user's array, so two kernels' scratch never alias.
+template <class T, class Tag>
+inline T* thread_scratch(size_t n) noexcept {
+  thread_local AlignedArray<T> array;
+  thread_local size_t capacity = 0;
+  if (n > capacity) {
+    array = make_aligned_array<T>(n);
+    capacity = array ? n : 0;
+  }
+  return array.get();
+}
+
 /// For std::vector's storage on a 64-byte boundary.
 template <class T>
 struct AlignedAllocator {

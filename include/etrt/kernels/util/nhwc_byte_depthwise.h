@@ -405,16 +405,7 @@ template <bool Next>
 #pragma GCC diagnostic pop
 #endif
 
-/// The ring of the calling thread, grown to `floats` (kept for the next call: no allocation once it fits).
-inline float* byte_depthwise_ring(size_t floats) {
-  thread_local AlignedArray<float> ring;
-  thread_local size_t cap = 0;
-  if (floats > cap) {
-    ring = make_aligned_array<float>(floats);
-    cap = ring ? floats : 0;
-  }
-  return ring.get();
-}
+struct RingScratch;  // the tag of the calling thread's ring (core/aligned_buffer.h's thread_scratch)
 
 }  // namespace detail
 
@@ -437,7 +428,7 @@ inline bool depthwise_bytes(const Geometry& g, const uint8_t* in, const ByteDept
   if (isa::level() >= isa::kAvx512Vnni && isa::avx512_vbmi() && detail::vnni_fits(g)) {
     const auto vnni_rows = [&](int64_t r0, int64_t r1) {
       auto* quads = reinterpret_cast<uint8_t*>(
-          detail::byte_depthwise_ring(static_cast<size_t>(detail::vnni_quad_bytes(g) + 3) / 4));
+          thread_scratch<float, detail::RingScratch>(static_cast<size_t>(detail::vnni_quad_bytes(g) + 3) / 4));
       if (!quads) {
         failed = true;
         return;
@@ -452,7 +443,7 @@ inline bool depthwise_bytes(const Geometry& g, const uint8_t* in, const ByteDept
 #endif
   const detail::ConvertRow convert = detail::pick_convert_row();
   const auto run_rows = [&](int64_t r0, int64_t r1) {
-    float* ring = detail::byte_depthwise_ring(detail::ring_floats(g, band));
+    float* ring = thread_scratch<float, detail::RingScratch>(detail::ring_floats(g, band));
     if (!ring) {
       failed = true;
       return;

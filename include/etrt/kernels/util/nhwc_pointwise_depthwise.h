@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -53,16 +54,7 @@ inline int64_t band_step_rows(const Geometry& dw) {
 }
 inline int64_t band_floats(const Geometry& dw) { return ((band_step_rows(dw) - 1) * dw.sh + dw.KH) * dw.W * dw.C; }
 
-/// The calling thread's band, grown to `floats` (kept for the next call: no allocation once it fits).
-inline float* pointwise_band(int64_t floats) {
-  thread_local AlignedArray<float> band;
-  thread_local int64_t cap = 0;
-  if (floats > cap) {
-    band = make_aligned_array<float>(static_cast<size_t>(floats));
-    cap = band ? floats : 0;
-  }
-  return band.get();
-}
+struct BandScratch;  // the tag of the calling thread's band (core/aligned_buffer.h's thread_scratch)
 
 /// Depthwise output rows [r0, r1) (row = n * OH + oh) on one thread (Note [pointwise then depthwise]).
 inline void pointwise_depthwise_rows(const Geometry& pw, const float* in, const gemm::PackedB& B,
@@ -113,7 +105,7 @@ inline bool pointwise_depthwise(const Geometry& pw, const float* in, const gemm:
   const int64_t rows = dw.N * dw.OH, floats = detail::band_floats(dw);
   std::atomic<bool> failed{false};
   const auto run = [&](int64_t r0, int64_t r1) {
-    float* band = detail::pointwise_band(floats);
+    float* band = thread_scratch<float, detail::BandScratch>(static_cast<size_t>(floats));
     if (!band) {
       failed = true;
       return;

@@ -513,6 +513,8 @@ inline bool packed_bytes_fit(const PackedQB& B, const Requant& q, const gemm::Ep
   return true;
 }
 
+struct PackedRowsScratch;  // the tag of the calling thread's packed A rows (core/aligned_buffer.h's thread_scratch)
+
 /// Rows [i0, i1) and panels [p0, p1) of C. pack_a(i, rows, dst, lda) writes rows [i, i + rows) of A, k bytes
 /// each, at dst with row stride lda (the bytes from k to lda are free: they meet zero weights; it may write 16 bytes
 /// past a row's k, rows in order, as nhwc::gather_short_windows does: the buffer has 64 past its last row);
@@ -523,16 +525,9 @@ inline void block(int64_t i0, int64_t i1, int64_t p0, int64_t p1, const PackedQB
                   const gemm::Epilogue& ep, float* c, int64_t ldc, Kernel kernel, PackA& pack_a) {
   const bool tiles = kernel == Kernel::Amx;
   const int64_t lda = tiles ? B.tile_row_bytes() : B.row_bytes();
-  thread_local AlignedArray<uint8_t> buf;
-  thread_local size_t cap = 0;
   // kMc rows, and a tile kernel's copy of a last group read in place (amx_rows).
-  const size_t need = static_cast<size_t>((kMc + kAmxRows) * lda + 64);
-  if (need > cap) {
-    buf = make_aligned_array<uint8_t>(need);
-    cap = buf ? need : 0;
-    if (!buf) throw std::bad_alloc();  // as new[] did: the region or the method's boundary makes it an error value
-  }
-  uint8_t* apack = buf.get();
+  uint8_t* apack = thread_scratch<uint8_t, PackedRowsScratch>(static_cast<size_t>((kMc + kAmxRows) * lda + 64));
+  if (!apack) throw std::bad_alloc();  // as new[] did: the region or the method's boundary makes it an error value
 #ifdef ETRT_AMX
   if (tiles) amx_configure();
 #endif
