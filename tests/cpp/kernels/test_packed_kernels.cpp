@@ -175,6 +175,11 @@ TEST_CASE("nhwc convolution: groups, strides, dilation, asymmetric padding, poin
       {geometry(2, 8, 8, 8, 12, 3, 2, 1, {1, 1, 1, 1}), 1},    // 3 interior pixels a row, the edges batched
       {geometry(1, 7, 40, 3, 24, 5, 1, 1, {2, 2, 2, 2}), 1},   // two edge pixels a side: 8 rows' edges a tile
       {rows_dilated(geometry(1, 9, 12, 3, 16, 3, 1, 1, {2, 1, 2, 1})), 1},  // kernel rows 2 input rows apart
+      // Note [padded stem rows] (edge pixels an eighth of a row or more) with tall half tiles (<= 8 channels)
+      {geometry(1, 10, 12, 3, 8, 3, 2, 1, {1, 1, 0, 0}), 1},   // stride 2: the last input column is never read
+      {geometry(2, 14, 14, 3, 5, 3, 1, 1, {1, 2, 1, 0}), 1},   // 5 channels (through the tile buffer), one-sided pad
+      {rows_dilated(geometry(1, 11, 9, 4, 7, 3, 1, 1, {2, 1, 2, 1})), 1},  // padded rows of a dilated window
+      {geometry(1, 6, 23, 3, 6, 5, 1, 1, {2, 2, 2, 2}), 1},    // 23 pixels a row: 8 + 8 + 7
   };
   each_level([&] {
     for (const Case& t : cases) {

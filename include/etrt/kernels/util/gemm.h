@@ -329,6 +329,9 @@ struct Micro {
     std::array<Fn, kMaxMr> tail{};
   };
   Narrow quarter{}, three_quarters{};
+  /// Half-width tiles of up to kMaxMr rows (index = rows; Note [tall half tiles]), where a level's half tile leaves
+  /// registers for more rows than MR; empty elsewhere.
+  std::array<Fn, kMaxMr + 1> tall_half{};
 
   /// The columns the kernel for a panel with `cols` real ones computes: the narrowest tile that holds them.
   int64_t width(int64_t cols) const {
@@ -405,6 +408,11 @@ inline Micro<float>::Narrow narrow_set(Tile tile) {
           tile_tails<MR, Fn>([tile]<int R>() { return tile.template operator()<R, W, BS>(); })};
 }
 
+// Note [tall half tiles]: AVX2's tile is 6 rows of two registers; its half tile (8 columns) has 6 accumulators,
+// fewer than a core keeps in flight (two FMA pipes of 4 cycles' latency: 8), and uses 8 of the 16 registers. Tiles
+// of 8 rows of 8 columns fill the pipes. A convolution of at most 8 output channels (AVX2's panels, also on an
+// AVX-512 CPU: packing_level) takes them on the path of Note [conv rows in place], where a tile's K is short and
+// latency-bound: xnn_cnn's 16 x 16 x 3 -> 8 stem, 16 pixels a row as 8 + 8 rather than 6 + 5 + 5.
 /// The float tiles with the bias and clamp epilogue, for the packed GEMM (Note [float micro-kernels in
 /// intrinsics]); the same shapes as micro_kernels<float>, whose panels they read, plus the tails. With Seg, the same
 /// tiles summing a tile's K runs (Tile::segments, Note [conv rows in place]): a separate set, because the loop over
@@ -423,8 +431,14 @@ inline const Micro<float>& micro_tiles(int level) {
     return k;
   }
   if (level == 1) {
-    static const Micro<float> k =
-        epilogue_set<6, 16>([]<int R, int W, int BS>() { return &micro_f32_avx2<R, W, BS, Seg>; });
+    static const Micro<float> k = [] {
+      const auto tile = []<int R, int W, int BS>() { return &micro_f32_avx2<R, W, BS, Seg>; };
+      Micro<float> m = epilogue_set<6, 16>(tile);
+      [&]<int... R>(std::integer_sequence<int, R...>) {
+        ((m.tall_half[R + 1] = tile.template operator()<R + 1, 8, 16>()), ...);
+      }(std::make_integer_sequence<int, kMaxMr>{});
+      return m;
+    }();
     return k;
   }
 #endif

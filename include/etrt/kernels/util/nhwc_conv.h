@@ -17,6 +17,7 @@
 #include <cstring>
 #include <utility>
 
+#include "etrt/core/aligned_buffer.h"
 #include "etrt/kernels/util/gemm.h"
 #include "etrt/kernels/util/packed_gemm.h"
 #include "etrt/kernels/util/parallel.h"
@@ -340,26 +341,79 @@ class EdgePixels {
   alignas(64) float tile_[gemm::detail::kMaxMr * 32];
 };
 
+/// Note [padded stem rows]: on the path of Note [conv rows in place], the pixels whose window leaves the input along
+/// W go through a gather and tiles of their own (EdgePixels). Where they are an eighth of a row or more (a small
+/// image's stem: 2 of 16 pixels), an output row's kernel rows are first copied, zero-padded, into a buffer of the
+/// thread's ((OW - 1) * sw + KW pixels each), and every pixel of the row reads its window there in place: one run of
+/// tiles over the whole row. One core, xnn_cnn's 2 x 16 x 16 x 3 -> 8 stem 6.1-6.7 -> 4.3-4.8 us with tall half
+/// tiles (Note [tall half tiles]); 32 output channels 11.1 -> 9.9 us. A wide image's copy costs more than its few
+/// edge pixels: resnet18's 7 x 7 stem (3 edge pixels of 112) copied 19 KB an output row and ran 5-10% slower.
+struct PaddedRowsScratch;  // the tag of the calling thread's padded kernel rows (core/aligned_buffer.h)
+
+/// Floats of conv_rows_in_place's padded copy of one output row's kernel rows: KH input rows, each as wide as the
+/// row's windows span ((OW - 1) * sw + KW pixels, the padding included).
+inline int64_t padded_rows_floats(const Geometry& g) { return g.KH * ((g.OW - 1) * g.sw + g.KW) * g.C; }
+
 /// Output rows [r0, r1) (row = n * OH + oh) of conv_group on the path of Note [conv rows in place].
 inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::PackedB& B, const gemm::Epilogue& ep,
                                float* out, int64_t r0, int64_t r1) {
   const gemm::detail::Micro<float>& mk = gemm::detail::micro_c_kernels(B.level);
   const gemm::detail::Micro<float>& mk_runs = gemm::detail::micro_tiles<true>(B.level);  // same shapes, K in runs
-  const int mr = mk.mr, nr = mk.nr;
   const int64_t C = g.C, O = g.O, run = g.KW * C, panels = B.panels();
+  const int nr = mk.nr;
+  // Note [tall half tiles]
+  const bool tall = panels == 1 && mk.width(B.n) == nr / 2 && mk.tall_half[gemm::detail::kMaxMr];
+  const int mr = tall ? gemm::detail::kMaxMr : mk.mr;
+  const auto kernel = [&](bool runs, int64_t rows, int64_t cols) {
+    const gemm::detail::Micro<float>& set = runs ? mk_runs : mk;
+    return tall ? set.tall_half[static_cast<size_t>(rows)] : set.kernel(rows, cols);
+  };
   const auto [ow_lo, ow_hi] = g.inside_columns();
+  const int64_t span = (g.OW - 1) * g.sw + g.KW;  // the pixels one output row's windows cover, padding included
+  // Note [padded stem rows]
+  float* padded = (ow_lo + g.OW - ow_hi) * 8 >= g.OW
+                      ? thread_scratch<float, PaddedRowsScratch>(static_cast<size_t>(padded_rows_floats(g)))
+                      : nullptr;
   alignas(64) float tile[gemm::detail::kMaxMr * 32];
   EdgePixels edges(g, in, B, ep, out);
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t oh = row % g.OH, n = row / g.OH, ih0 = oh * g.sh - g.pt;
     const int64_t px0 = row * g.OW;  // the output pixel index of column 0
-    for (int64_t ow = 0; ow < ow_lo; ++ow) edges.add(px0 + ow);
-    for (int64_t ow = ow_hi; ow < g.OW; ++ow) edges.add(px0 + ow);
     int64_t kh0 = 0, kh1 = g.KH;  // kernel rows inside the input
     while (kh0 < g.KH && ih0 + kh0 * g.dh < 0) ++kh0;
     while (kh1 > kh0 && ih0 + (kh1 - 1) * g.dh >= g.H) --kh1;
-    for (int64_t ow = ow_lo; ow < ow_hi;) {
-      const int64_t rows = std::min<int64_t>(mr, ow_hi - ow);
+    // Pixel ow's kernel row kh starts at base + (kh - kh0) * a_ss + ow * sw * C: in the input, or in the padded copy
+    // of the kernel rows, where every pixel of the row is inside.
+    const float* base = in;
+    int64_t first = ow_lo, last = ow_hi, a0 = ((n * g.H + ih0 + kh0 * g.dh) * g.W - g.pl) * C, a_ss = g.dh * g.W * C;
+    if (padded && kh0 < kh1) {
+      const int64_t copied = std::min(g.W, span - g.pl), right = span - g.pl - copied;  // in columns
+      for (int64_t kh = kh0; kh < kh1; ++kh) {
+        float* dst = padded + (kh - kh0) * span * C;
+        const float* src = in + (n * g.H + ih0 + kh * g.dh) * g.W * C;
+        // The padding as 16 zeros at each end where that fits (the copy then overwrites the inner ones): the
+        // library calls for 3 floats took a tenth of xnn_cnn's stem.
+        if (span * C >= 16 && g.pl * C <= 16 && right * C <= 16) {
+          std::fill_n(dst + span * C - 16, 16, 0.f);
+          std::fill_n(dst, 16, 0.f);
+        } else {
+          std::fill_n(dst, g.pl * C, 0.f);
+          std::fill_n(dst + (g.pl + copied) * C, right * C, 0.f);
+        }
+        copy_run(src, dst + g.pl * C, copied * C);
+      }
+      base = padded;
+      first = 0, last = g.OW, a0 = 0, a_ss = span * C;
+    } else {
+      for (int64_t ow = 0; ow < ow_lo; ++ow) edges.add(px0 + ow);
+      for (int64_t ow = ow_hi; ow < g.OW; ++ow) edges.add(px0 + ow);
+    }
+    // Tall half tiles of even heights, the first `taller` one row taller (their K is a latency-bound chain: 14
+    // pixels take as long as 7 + 7 as 8 + 6); elsewhere whole tiles then the rest.
+    const int64_t tiles = (last - first + mr - 1) / mr, height = tiles ? (last - first) / tiles : 0;
+    const int64_t taller = tiles ? (last - first) % tiles : 0;
+    for (int64_t ow = first, t = 0; ow < last; ++t) {
+      const int64_t rows = tall ? height + (t < taller ? 1 : 0) : std::min<int64_t>(mr, last - ow);
       float* c = out + (px0 + ow) * O;
       for (int64_t panel = 0; panel < panels; ++panel) {
         const int64_t j = panel * nr, cols = std::min<int64_t>(nr, B.n - j);
@@ -370,25 +424,26 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
           gemm::detail::store_tile(tile, nr, rows, cols, c, O, j, ep, true, true);
           continue;
         }
-        // The kernel rows inside the input, kh0 .. kh1 - 1, are runs of KW * C steps (input rows g.dh * g.W * C
-        // floats apart, consecutive rows of B). One call takes them all where the runs are short (the call and C's
-        // round trip cost more than a run) or the tile is whole (every accumulator register: throughput-bound);
-        // otherwise one run a call, since a tile of few accumulators is a latency-bound chain that the next call's
-        // overlaps (one core, N 2, 8 x 8 x 8 -> 12 at stride 2, 3 pixels a row: 1.05 us, 1.16 in one call).
-        const bool one_call = run < 16 || (rows == mr && width == nr);
-        const int64_t a_ss = g.dh * g.W * C, per_call = one_call ? kh1 - kh0 : 1;
-        const gemm::detail::MicroC fn = (one_call ? mk_runs : mk).kernel(rows, cols);
+        // The kernel rows inside the input, kh0 .. kh1 - 1, are runs of KW * C steps (a_ss floats apart,
+        // consecutive rows of B). One call takes them all where the runs are short (the call and C's round trip
+        // cost more than a run) or the tile is whole (every accumulator register: throughput-bound); otherwise one
+        // run a call, since a tile of few accumulators is a latency-bound chain that the next call's overlaps (one
+        // core, N 2, 8 x 8 x 8 -> 12 at stride 2, 3 pixels a row: 1.05 us, 1.16 in one call).
+        const bool one_call = run < 16 || (rows == mr && (width == nr || tall));
+        const int64_t per_call = one_call ? kh1 - kh0 : 1;
+        const gemm::detail::MicroC fn = kernel(one_call, rows, cols);
         for (int64_t kh = kh0; kh < kh1; kh += per_call) {
-          const bool first = kh == kh0, last = kh + per_call == kh1;
-          const float* a = in + ((n * g.H + ih0 + kh * g.dh) * g.W + ow * g.sw - g.pl) * C;
+          const bool first_run = kh == kh0, last_run = kh + per_call == kh1;
+          const float* a = base + (a0 + (kh - kh0) * a_ss + ow * g.sw * C);
           const float* b = bp + kh * run * nr;
           if (cols == width) {
             fn(run, a, 1, g.sw * C, b,
-               gemm::detail::TileOut{c + j, O, first && ep.bias ? ep.bias + j : nullptr, !first, last && ep.clamps(),
-                                     ep.lo, ep.hi, per_call, a_ss});
+               gemm::detail::TileOut{c + j, O, first_run && ep.bias ? ep.bias + j : nullptr, !first_run,
+                                     last_run && ep.clamps(), ep.lo, ep.hi, per_call, a_ss});
           } else {  // the last, narrower panel: through the tile buffer, bias and clamp as it is stored
-            fn(run, a, 1, g.sw * C, b, gemm::detail::TileOut{tile, nr, nullptr, !first, false, 0.f, 0.f, per_call, a_ss});
-            if (last) gemm::detail::store_tile(tile, nr, rows, cols, c, O, j, ep, true, true);
+            fn(run, a, 1, g.sw * C, b,
+               gemm::detail::TileOut{tile, nr, nullptr, !first_run, false, 0.f, 0.f, per_call, a_ss});
+            if (last_run) gemm::detail::store_tile(tile, nr, rows, cols, c, O, j, ep, true, true);
           }
         }
       }
