@@ -3,6 +3,8 @@
 // programs run through Method against torch eager's outputs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -343,6 +345,62 @@ TEST_CASE("XNNPACK: a reshape or copy between float intermediates keeps its inpu
     }
   }
   CHECK(aliased >= 1);  // xnn_cnn's
+}
+
+TEST_CASE("XNNPACK: a reshaped graph input is read in place, and the caller's tensor is left as it was",
+          "[xnnpack]") {
+  // Note [xnnpack borrowed input]: xnn_reshaped_inputs reshapes x for a linear layer and y for a SiLU whose
+  // Sigmoid and Multiply write their own output (no writer to fuse them into); both reshapes read the caller's bytes.
+  const auto made = etrt::test::create_executor("xnn_reshaped_inputs");
+  const Graph& gr = made.executor->graph();
+  const auto borrowed = made.executor->borrowed_inputs();
+  int reshapes = 0;
+  for (const Node& n : gr.nodes) {
+    if (n.kind != node_kind_code("XNNStaticReshape") || !(gr.values[n.inputs[0]].flags & kValueExternalInput))
+      continue;
+    ++reshapes;
+    INFO("reshape node " << n.index);
+    CHECK(std::ranges::find(borrowed, std::pair{n.output, n.inputs[0]}) != borrowed.end());
+  }
+  CHECK(reshapes == 2);
+  REQUIRE(borrowed.size() == 2);
+
+  // A call: the borrowed values are the inputs' storage, the outputs are eager's, the inputs unchanged.
+  auto npz = etrt::test::read_npz(etrt::test::fixture_dir().parent_path() / "xnnpack" / "xnn_reshaped_inputs.npz");
+  std::vector<std::vector<float>> data(gr.num_externs);
+  std::vector<EValue> values(gr.num_externs);
+  std::vector<const etrt::test::NpyArray*> expected(gr.num_externs, nullptr);
+  for (const Value& v : gr.values) {
+    if (!v.present || !(v.flags & (kValueExternalInput | kValueExternalOutput))) continue;
+    const bool input = v.flags & kValueExternalInput;
+    const etrt::test::NpyArray* a = nullptr;
+    for (const char* key : input ? std::array{"in0", "in1"} : std::array{"out0", "out1"})
+      if (static_cast<int64_t>(npz.at(key).data.size()) == v.numel) a = &npz.at(key);
+    INFO("external " << v.external_id << " numel " << v.numel << " flags " << v.flags);
+    REQUIRE(a);
+    data[v.external_id] = input ? a->data : std::vector<float>(a->data.size(), -1.f);
+    expected[v.external_id] = a;
+    auto t = Tensor::make(ScalarType::Float, a->shape, {}, data[v.external_id].data());
+    REQUIRE(t);
+    values[v.external_id] = EValue(std::move(*t));
+  }
+  std::vector<EValue*> args;
+  for (EValue& v : values) args.push_back(&v);
+  const auto ran = made.executor->execute(args);
+  INFO((ran ? std::string() : ran.error().what));
+  REQUIRE(ran);
+  for (const auto& [value, input] : borrowed)
+    CHECK(made.executor->value_data(value) == data[gr.values[input].external_id].data());
+  for (const Value& v : gr.values) {
+    if (!v.present || !(v.flags & (kValueExternalInput | kValueExternalOutput))) continue;
+    const auto& got = data[v.external_id];
+    const auto& want = expected[v.external_id]->data;
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("external " << v.external_id << " element " << i);
+      if (v.flags & kValueExternalInput) REQUIRE(got[i] == want[i]);  // bit for bit: never written
+      else REQUIRE(std::abs(got[i] - want[i]) <= 1e-6 + 1e-5 * std::abs(want[i]));
+    }
+  }
 }
 
 TEST_CASE("XNNPACK: packed filters count against the graph's memory cap", "[xnnpack][packed][robustness]") {

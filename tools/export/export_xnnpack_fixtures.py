@@ -269,6 +269,21 @@ class Bands(nn.Module):
         return self.project2(self.dw2(F.silu(self.expand2(y))))
 
 
+class ReshapedInputs(nn.Module):
+    """Graph inputs reshaped by the delegate's first nodes, which read the caller's bytes in place (Note [xnnpack
+    borrowed input]): x's reshape feeds a linear layer, y's a SiLU with no layer before it to run it (its Sigmoid
+    and Multiply write their own outputs). The caller's tensors must come back unchanged."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(24, 8)
+
+    def forward(self, x, y):
+        a = self.fc(x.reshape(5, 24))
+        b = y.reshape(2, 35)
+        return a, b * torch.sigmoid(b)
+
+
 def fixtures():
     torch.manual_seed(SEED)
     return {
@@ -285,6 +300,8 @@ def fixtures():
         "xnn_se": (SqueezeExcite(), (torch.randn(1, 24, 12, 12),), {"rtol": 1e-4, "atol": 1e-5}),
         "xnn_avgpool": (AvgPool(), (torch.randn(2, 3, 11, 13),), {"rtol": 1e-5, "atol": 1e-6}),
         "xnn_bands": (Bands(), (torch.randn(1, 4, 128, 128),), {"rtol": 1e-4, "atol": 1e-5}),
+        "xnn_reshaped_inputs": (ReshapedInputs(), (torch.randn(10, 12), 3 * torch.randn(7, 10)),
+                                {"rtol": 1e-5, "atol": 1e-6}),
     }
 
 

@@ -85,6 +85,13 @@ class Executor {
       if (clamps(n) || !float_intermediate(g, n.inputs[0]) || !float_intermediate(g, n.output)) continue;
       in_place.emplace_back(n.output, n.inputs[0]);
     }
+    // Note [xnnpack borrowed input]: a StaticReshape or Copy reading a float graph input likewise leaves its bytes
+    // as they are; its output is the caller's tensor itself, bound at each call (vit_b_32's attention delegates
+    // begin with such reshapes, 48 copies a forward). It is read only: no node writes over a value it reads
+    // except a fused SiLU over its writer's output (`in_place`), which a reshape's output never is; the check
+    // stands in case a later fusion makes one. It takes no place in the arena, and no pointer to it is taken at
+    // load (a gated filter's x, whose bytes the Multiply's output takes there, is never one).
+    e->borrowed_ = e->borrowed_inputs(g, in_place);
     e->chains_ = e->silu_chains(g);
     e->add_elementwise_chains(g, e->chains_);
     for (const ActivationChain& c : e->chains_) written_early.emplace_back(c.out, c.head);
@@ -95,7 +102,10 @@ class Executor {
     const std::vector<GatedFilter> gates = e->gated_filters(g);  // Note [xnnpack gated filter]
     std::vector<std::pair<uint32_t, size_t>> read_late;
     for (const GatedFilter& f : gates) read_late.emplace_back(f.x, f.conv);
-    ETRT_TRY(const IntermediatePlan plan, plan_intermediates(g, written_early, in_place, read_late));
+    std::vector<uint32_t> borrowed_values;
+    for (const auto& [value, input] : e->borrowed_) borrowed_values.push_back(value);
+    ETRT_TRY(const IntermediatePlan plan,
+             plan_intermediates(g, written_early, in_place, read_late, borrowed_values));
     uint64_t scratch = 0;  // Note [xnnpack scratch]
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (!e->kinds_[i]->scratch) continue;
@@ -339,6 +349,28 @@ class Executor {
     size_t multiply, conv;
     uint32_t x, gate;
   };
+  /// Note [xnnpack borrowed input]: (value, input) for each StaticReshape or Copy, unclamped, from a float graph
+  /// input to a float intermediate that no node overwrites in place (the source of no `in_place` pair): the value
+  /// is the input's bytes, bound per call.
+  std::vector<std::pair<uint32_t, uint32_t>> borrowed_inputs(
+      const Graph& g, std::span<const std::pair<uint32_t, uint32_t>> in_place) const {
+    std::vector<std::pair<uint32_t, uint32_t>> out;
+    for (const Node& n : g.nodes) {
+      if (kinds_[n.index]->name != "XNNStaticReshape" && kinds_[n.index]->name != "XNNCopy") continue;
+      const Value& in = g.values[n.inputs[0]];
+      const bool float_input = (in.flags & kExternal) == kValueExternalInput && in.datatype == Datatype::Fp32 &&
+                               in.quant.kind == QuantKind::None && in.constant.empty();
+      if (clamps(n) || !float_input || !float_intermediate(g, n.output) || g.values[n.output].numel > in.numel)
+        continue;
+      if (std::ranges::any_of(in_place, [&](const auto& pair) { return pair.second == n.output; })) continue;
+      out.emplace_back(n.output, n.inputs[0]);
+    }
+    return out;
+  }
+  bool borrows(uint32_t id) const {
+    return std::ranges::any_of(borrowed_, [&](const auto& pair) { return pair.first == id; });
+  }
+
   std::vector<GatedFilter> gated_filters(const Graph& g) const {
     std::vector<GatedFilter> out;
     const Readers r = readers_of(g);
@@ -359,8 +391,8 @@ class Executor {
         const Value &xv = g.values[x], &sv = g.values[s];
         const bool gate = sv.datatype == Datatype::Fp32 && sv.quant.kind == QuantKind::None && sv.numel == c &&
                           !sv.dims.empty() && sv.dims.back() == c;
-        if (!gate || !float_intermediate(g, x) || xv.dims.size() != 4 || xv.dims[0] != 1 || xv.dims[3] != c ||
-            xv.numel != g.values[mul.output].numel || xv.numel < c * o)
+        if (!gate || !float_intermediate(g, x) || borrows(x) || xv.dims.size() != 4 || xv.dims[0] != 1 ||
+            xv.dims[3] != c || xv.numel != g.values[mul.output].numel || xv.numel < c * o)
           continue;
         out.push_back({mul.index, conv.index, x, s});
         break;
@@ -732,6 +764,7 @@ class Executor {
         quant::dequantize_external(v.datatype, v.quant, t.data(), ptr_[id], t.numel());
       }
     }
+    for (const auto& [value, input] : borrowed_) ptr_[value] = ptr_[input];  // Note [xnnpack borrowed input]
     if (dynamic) {
       for (size_t i = 0; i < g_.nodes.size(); ++i) {
         const Node& n = g_.nodes[i];
@@ -879,6 +912,8 @@ class Executor {
   /// Where value `id`'s floats are kept (null for an external value, bound per call): tests check the plan's
   /// sharing with it (Note [xnnpack silu]).
   const float* value_data(uint32_t id) const { return id < ptr_.size() ? ptr_[id] : nullptr; }
+  /// (value, graph input) pairs whose value reads the input's bytes (Note [xnnpack borrowed input]).
+  std::span<const std::pair<uint32_t, uint32_t>> borrowed_inputs() const { return borrowed_; }
   /// Whether value `id` is held as bytes (Note [byte activations]).
   bool holds_bytes(uint32_t id) const { return id < bytes_.size() && bytes_[id]; }
   /// True while the executor holds a float copy of value `id` (a dequantized or realigned constant).
@@ -1021,6 +1056,7 @@ class Executor {
   AlignedArray<float> arena_;                  // intermediates, placed by plan_intermediates
   AlignedArray<float> scratch_;                // node temporaries (Note [xnnpack scratch])
   std::vector<float*> ptr_;
+  std::vector<std::pair<uint32_t, uint32_t>> borrowed_;  // (value, graph input): Note [xnnpack borrowed input]
   std::vector<ValueShape> planned_shapes_, shapes_;  // the payload's dims; this call's (shape_inference.h)
   bool shapes_dynamic_ = false;                      // shapes_ differs from planned_shapes_
   std::vector<bool> stays_quantized_;                // weights_read_in_blocks

@@ -24,16 +24,21 @@ struct IntermediatePlan {
 /// unchanged (Note [xnnpack reshape alias]): the value takes the source's bytes, and the source's life runs on to
 /// the value's last reader. A source lends its bytes once, and a value that took another's lends none, so no
 /// in-place writer overwrites bytes that another value still stands for. `read_late` lists (value, node) pairs whose
-/// value a later node reads in place of another (Note [xnnpack gated filter]): its life runs on to that node. Also
-/// rejects a graph that reads an intermediate no earlier node wrote.
+/// value a later node reads in place of another (Note [xnnpack gated filter]): its life runs on to that node.
+/// `borrowed` values take a graph input's bytes (Note [xnnpack borrowed input]): no place in the arena. Also rejects
+/// a graph that reads an intermediate no earlier node wrote.
 inline Result<IntermediatePlan> plan_intermediates(const Graph& g,
                                                    std::span<const std::pair<uint32_t, size_t>> written_early = {},
                                                    std::span<const std::pair<uint32_t, uint32_t>> in_place = {},
-                                                   std::span<const std::pair<uint32_t, size_t>> read_late = {}) {
+                                                   std::span<const std::pair<uint32_t, size_t>> read_late = {},
+                                                   std::span<const uint32_t> borrowed = {}) {
   const size_t nv = g.values.size();
+  std::vector<bool> is_borrowed(nv, false);
+  for (uint32_t id : borrowed)
+    if (id < nv) is_borrowed[id] = true;
   const auto internal = [&](uint32_t id) {
     const Value& v = g.values[id];
-    return v.constant.empty() && !(v.flags & (kValueExternalInput | kValueExternalOutput));
+    return v.constant.empty() && !(v.flags & (kValueExternalInput | kValueExternalOutput)) && !is_borrowed[id];
   };
   std::vector<int64_t> def(nv, -1), last(nv, -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
