@@ -87,7 +87,7 @@ class Executor {
     }
     // Note [xnnpack borrowed input]: a StaticReshape or Copy reading a float graph input likewise leaves its bytes
     // as they are; its output is the caller's tensor itself, bound at each call (vit_b_32's attention delegates
-    // begin with such reshapes, 48 copies a forward). It is read only: no node writes over a value it reads
+    // begin with such reshapes, 72 copies a forward). It is read only: no node writes over a value it reads
     // except a fused SiLU over its writer's output (`in_place`), which a reshape's output never is; the check
     // stands in case a later fusion makes one. It takes no place in the arena, and no pointer to it is taken at
     // load (a gated filter's x, whose bytes the Multiply's output takes there, is never one).
