@@ -81,8 +81,8 @@ class Executor {
     // such tensors). After the SiLU pairs: a source one of them overwrites is lent already, and keeps its copy.
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      if (e->kinds_[i]->name != "XNNStaticReshape" && e->kinds_[i]->name != "XNNCopy") continue;
-      if (clamps(n) || !float_intermediate(g, n.inputs[0]) || !float_intermediate(g, n.output)) continue;
+      if (!e->passes_bytes_through(n) || !float_intermediate(g, n.inputs[0]) || !float_intermediate(g, n.output))
+        continue;
       in_place.emplace_back(n.output, n.inputs[0]);
     }
     // Note [xnnpack borrowed input]: a StaticReshape or Copy reading a float graph input likewise leaves its bytes
@@ -349,6 +349,11 @@ class Executor {
     size_t multiply, conv;
     uint32_t x, gate;
   };
+  /// A StaticReshape or Copy that clamps nothing: its output's bytes are its input's (Note [xnnpack reshape alias],
+  /// Note [xnnpack borrowed input]).
+  bool passes_bytes_through(const Node& n) const {
+    return (kinds_[n.index]->name == "XNNStaticReshape" || kinds_[n.index]->name == "XNNCopy") && !clamps(n);
+  }
   /// Note [xnnpack borrowed input]: (value, input) for each StaticReshape or Copy, unclamped, from a float graph
   /// input to a float intermediate that no node overwrites in place (the source of no `in_place` pair): the value
   /// is the input's bytes, bound per call.
@@ -356,11 +361,11 @@ class Executor {
       const Graph& g, std::span<const std::pair<uint32_t, uint32_t>> in_place) const {
     std::vector<std::pair<uint32_t, uint32_t>> out;
     for (const Node& n : g.nodes) {
-      if (kinds_[n.index]->name != "XNNStaticReshape" && kinds_[n.index]->name != "XNNCopy") continue;
+      if (!passes_bytes_through(n)) continue;
       const Value& in = g.values[n.inputs[0]];
       const bool float_input = (in.flags & kExternal) == kValueExternalInput && in.datatype == Datatype::Fp32 &&
                                in.quant.kind == QuantKind::None && in.constant.empty();
-      if (clamps(n) || !float_input || !float_intermediate(g, n.output) || g.values[n.output].numel > in.numel)
+      if (!float_input || !float_intermediate(g, n.output) || g.values[n.output].numel > in.numel)
         continue;
       if (std::ranges::any_of(in_place, [&](const auto& pair) { return pair.second == n.output; })) continue;
       out.emplace_back(n.output, n.inputs[0]);

@@ -349,6 +349,13 @@ struct Micro {
     const bool half = w == nr / 2;
     return rows == mr ? (half ? half_full : full) : (half ? half_tail : tail)[r];
   }
+  /// Whether a block of a single panel with `cols` real columns takes the tall half tiles, kMaxMr rows a block
+  /// (Note [tall half tiles]).
+  bool tall_for(int64_t cols) const { return tall_half[kMaxMr] && width(cols) == nr / 2; }
+  /// kernel(rows, cols), or the tall half tile of `rows` rows where `tall` (tall_for held).
+  Fn kernel(int64_t rows, int64_t cols, bool tall) const {
+    return tall ? tall_half[static_cast<size_t>(rows)] : kernel(rows, cols);
+  }
 };
 
 /// tails[r] = make.template operator()<r>() for 1 <= r < MR: the row-count-specific tiles of Micro::tail.

@@ -362,12 +362,8 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
   const int64_t C = g.C, O = g.O, run = g.KW * C, panels = B.panels();
   const int nr = mk.nr;
   // Note [tall half tiles]
-  const bool tall = panels == 1 && mk.width(B.n) == nr / 2 && mk.tall_half[gemm::detail::kMaxMr];
+  const bool tall = panels == 1 && mk.tall_for(B.n);
   const int mr = tall ? gemm::detail::kMaxMr : mk.mr;
-  const auto kernel = [&](bool runs, int64_t rows, int64_t cols) {
-    const gemm::detail::Micro<float>& set = runs ? mk_runs : mk;
-    return tall ? set.tall_half[static_cast<size_t>(rows)] : set.kernel(rows, cols);
-  };
   const auto [ow_lo, ow_hi] = g.inside_columns();
   const int64_t span = (g.OW - 1) * g.sw + g.KW;  // the pixels one output row's windows cover, padding included
   // Note [padded stem rows]
@@ -431,7 +427,7 @@ inline void conv_rows_in_place(const Geometry& g, const float* in, const gemm::P
         // core, N 2, 8 x 8 x 8 -> 12 at stride 2, 3 pixels a row: 1.05 us, 1.16 in one call).
         const bool one_call = run < 16 || (rows == mr && (width == nr || tall));
         const int64_t per_call = one_call ? kh1 - kh0 : 1;
-        const gemm::detail::MicroC fn = kernel(one_call, rows, cols);
+        const gemm::detail::MicroC fn = (one_call ? mk_runs : mk).kernel(rows, cols, tall);
         for (int64_t kh = kh0; kh < kh1; kh += per_call) {
           const bool first_run = kh == kh0, last_run = kh + per_call == kh1;
           const float* a = base + (a0 + (kh - kh0) * a_ss + ow * g.sw * C);
