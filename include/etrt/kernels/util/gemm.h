@@ -61,12 +61,17 @@ struct Tile {
   T lo, hi;
   int64_t segments = 1;
   int64_t a_ss = 0;
+  /// Where non-null, the float tiles touch one cache line a step from here on, into L2 (Note [next panel
+  /// prefetch]); the tiles summing runs (Seg) do not.
+  const char* prefetch = nullptr;
 };
 
 /// The most rows a micro tile has at any level (AVX-512: 8 rows of two registers), which sizes the edge-tile buffers
 /// of the blocked and packed GEMMs: a taller tile must raise it (a 12-row AVX-512 tile overran those buffers when
 /// they were sized by a literal 8, and measured no faster once they were not).
 inline constexpr int kMaxMr = 8;
+/// Steps of a tile between its bursts of prefetches (Note [next panel prefetch]).
+inline constexpr int64_t kPrefetchBurst = 16;
 
 /// An MR x NR tile of A * B over kc, A read at a[p * a_ps + i * a_is] (packed panels: MR, 1; rows of a row-major
 /// matrix read in place: 1, lda), B one packed panel whose rows are BS apart (BS > NR: the left NR columns of a
@@ -162,8 +167,8 @@ template <int MR, int NR, int BS = NR, bool Seg = false>
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
     if constexpr (kYmm) acc8[i] = _mm256_setzero_ps();
   }
-  const auto steps = [&](const float* __restrict a, const float* __restrict b) ETRT_LAMBDA_AVX512 {
-    for (int64_t p = 0; p < kc; ++p) {
+  const auto steps = [&](const float* __restrict a, const float* __restrict b, int64_t kn) ETRT_LAMBDA_AVX512 {
+    for (int64_t p = 0; p < kn; ++p) {
       __m512 bv[NA];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + p * BS + 16 * v);
@@ -178,9 +183,17 @@ template <int MR, int NR, int BS = NR, bool Seg = false>
       }
     }
   };
-  steps(a, b);
+  if (!Seg && t.prefetch) {
+    for (int64_t p0 = 0; p0 < kc; p0 += kPrefetchBurst) {  // Note [next panel prefetch]
+      const int64_t kn = std::min(kPrefetchBurst, kc - p0);
+      for (int64_t l = 0; l < kn; ++l) _mm_prefetch(t.prefetch + (p0 + l) * 64, _MM_HINT_T1);
+      steps(a + p0 * a_ps, b + p0 * BS, kn);
+    }
+  } else {
+    steps(a, b, kc);
+  }
   if constexpr (Seg)
-    for (int64_t s = 1; s < t.segments; ++s) steps(a + s * t.a_ss, b + s * kc * BS);
+    for (int64_t s = 1; s < t.segments; ++s) steps(a + s * t.a_ss, b + s * kc * BS, kc);
   const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
   __m512 bias[NA];
 #pragma GCC unroll 4
