@@ -237,7 +237,6 @@ TEST_CASE("XNNPACK quantization: int8 activations between int8 nodes are held as
   // (ByteForm::Writes) and its NCHW -> NHWC Transpose moves bytes (ByteForm::Joint), which the stem reads. The
   // output's Transpose moves the last add's bytes too, and its dequantizing Convert reads them (ByteForm::Reads).
   const auto made = etrt::test::create_executor("q_mobilenet_stage_xnnpack", "xnnpack_quantized");
-  const Graph& graph = made.graph;
   const Graph& after = made.executor->graph();
   if (!kernels::qgemm::has_vnni()) {
     // Without VNNI the convolutions multiply in float: none reads or writes bytes. The output's tail keeps its byte
