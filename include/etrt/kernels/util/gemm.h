@@ -61,8 +61,8 @@ struct Tile {
   T lo, hi;
   int64_t segments = 1;
   int64_t a_ss = 0;
-  /// Where non-null, the float tiles touch one cache line a step from here on, into L2 (Note [next panel
-  /// prefetch]); the tiles summing runs (Seg) do not.
+  /// Where non-null, the AVX-512 float tiles touch one cache line a step from here on, into L2 (Note [next panel
+  /// prefetch]); other levels' tiles and those summing runs (Seg) do not.
   const char* prefetch = nullptr;
 };
 
