@@ -137,25 +137,26 @@ inline int64_t logistic_blocks(const float* x, float* y, int64_t n, const Out& o
   if (isa::level() >= isa::kAvx512) return logistic_blocks_avx512<kTimesX>(x, y, n, out);
   if (isa::level() >= isa::kAvx2) return logistic_blocks_avx2<kTimesX>(x, y, n, out);
 #endif
-  return isa::dispatch_lanes([&]<int L>() ETRT_ISA_INLINE {  // Note [vector lanes per level]
-    using V = vec::Vec<L>;
-    const Out o = out;  // Note [captured scalars]
-    int64_t i = 0;
-    for (; i + L <= n; i += L) {
-      V v;
-      vec::load(v, x + i);
-      // e^-v as vec::exp computes it inside its finite range, without its selects for the ends: -v is clamped
-      // into the range (a NaN to its low end), and what the ends give is restored on s. The same values as
-      // 1 / (1 + vec::exp(-v)), element for element, in about four fifths of the time.
-      V t = -v;
-      t = t > vec::kExpLo ? t : vec::kExpLo;  // a NaN compares false: the integer conversion below sees a finite value
-      t = t < vec::kExpHi ? t : vec::kExpHi;
-      V e;
-      vec::exp_in_range<L>(e, t);
-      store_logistic<kTimesX>(y + i, v, e, o);
-    }
-    return i;
-  });
+  // Below AVX2 and on ARM: one 128-bit register's lanes (Note [vector lanes per level]); the wider levels have
+  // their own loops above.
+  constexpr int L = 4;
+  using V = vec::Vec<L>;
+  const Out o = out;  // Note [captured scalars]
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    vec::load(v, x + i);
+    // e^-v as vec::exp computes it inside its finite range, without its selects for the ends: -v is clamped
+    // into the range (a NaN to its low end), and what the ends give is restored on s. The same values as
+    // 1 / (1 + vec::exp(-v)), element for element, in about four fifths of the time.
+    V t = -v;
+    t = t > vec::kExpLo ? t : vec::kExpLo;  // a NaN compares false: the integer conversion below sees a finite value
+    t = t < vec::kExpHi ? t : vec::kExpHi;
+    V e;
+    vec::exp_in_range<L>(e, t);
+    store_logistic<kTimesX>(y + i, v, e, o);
+  }
+  return i;
 }
 }  // namespace detail
 
